@@ -1,0 +1,32 @@
+"""`dsdiag rules lint|test DIR...`: tools for rule authors."""
+
+import argparse
+import sys
+
+
+def main(argv):
+    """Lint rule files (schema, regexes) or run their own examples."""
+    p = argparse.ArgumentParser(prog="dsdiag rules", description="Check rule files.")
+    p.add_argument("action", choices=("lint", "test"))
+    p.add_argument("dirs", nargs="*", metavar="DIR", help="extra rule directories")
+    args = p.parse_args(argv)
+    from .rules import RuleError, load_rules
+    try:
+        rules = load_rules(args.dirs)
+    except RuleError as exc:
+        for problem in exc.problems:
+            sys.stderr.write(problem + "\n")
+        return 2
+    if args.action == "lint":
+        print(f"{len(rules.rules)} rules in {len(rules.categories)} categories: ok")
+        return 0
+    from .ruletest import check_example, example_cases
+    failed = total = 0
+    for _, rule, kind, text, facts in example_cases(rules):
+        total += 1
+        problem = check_example(rule, kind, text, facts, rules)
+        if problem:
+            failed += 1
+            print(f"{rule.path}: {problem}")
+    print(f"{total - failed} passed, {failed} failed")
+    return 1 if failed else 0

@@ -1,0 +1,127 @@
+"""The pipeline end to end: read -> normalise -> match -> root cause -> the JSON contract.
+
+`diagnose_job` is a pure function of its inputs and the rule set: it reads the files of one
+job and returns the diagnosis as plain data, so the CLI, triage and tests all share it.
+"""
+
+import os
+import re
+
+from . import taxonomy
+from .match import KeywordIndex, scan
+from .normalize import normalize
+from .reader import Warnings, check_readable, read_lines
+from .remediation import derive_facts, remediation_for
+from .rootcause import HitCollector, evidence_of, group_by_category, merged_facts, pick_root_cause
+from .rules import default_rules
+from .signals import FailureSignals
+
+SCHEMA_VERSION = 1
+_FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d+)(?:\D|$)", re.IGNORECASE)
+
+
+def rank_from_path(path):
+    """Infer a rank from a per-rank file name (`rank3.log`, `log_rank_3.txt`), else None."""
+    m = _FILE_RANK.search(os.path.basename(path))
+    return int(m.group(1)) if m else None
+
+
+def _evidence_json(lines):
+    return [{"file": line.source, "line": line.lineno, "rank": line.rank, "text": line.text}
+            for line in lines]
+
+
+def _index_for(rules):
+    index = getattr(rules, "_keyword_index", None)
+    if index is None:
+        index = rules._keyword_index = KeywordIndex(rules.rules)
+    return index
+
+
+def _finding(category, hits, rules, ranks_seen):
+    rule = hits[0].rule
+    facts = derive_facts(category, merged_facts(hits), ranks_seen)
+    ranks = sorted({line.rank for h in hits for line in h.lines if line.rank is not None})
+    if ranks:
+        facts["ranks"] = ranks
+        facts["ranks_summary"] = f"{len(ranks)} of {max(len(ranks_seen), len(ranks))} ranks"
+    return {
+        "category": category,
+        "layer": taxonomy.layer_of(category),
+        "title": rule.title,
+        "rule": rule.id,
+        "role": rule.role,
+        "evidence": _evidence_json(evidence_of(hits)),
+        "facts": facts,
+    }, rule
+
+
+def diagnose_job(paths, rules=None):
+    """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict."""
+    rules = rules or default_rules()
+    index = _index_for(rules)
+    for path in paths:
+        check_readable(path)
+    warnings = Warnings()
+    signals = FailureSignals()
+    collector = HitCollector()
+    ranks_seen = set()
+
+    def on_line(line):
+        signals.feed(line)
+        if line.rank is not None:
+            ranks_seen.add(line.rank)
+
+    for i, path in enumerate(paths):
+        file_rank = rank_from_path(path) if path != "-" else None
+        lines = normalize(read_lines(path, warnings), index=i, file_rank=file_rank)
+        for hit in scan(lines, index, on_line):
+            collector.add(hit)
+
+    winner = pick_root_cause(collector.hits, signals.root_rank)
+    result = {"schema_version": SCHEMA_VERSION}
+    if winner is None:
+        result.update(_no_rule_result(signals))
+    else:
+        groups = group_by_category(collector.hits, winner)
+        main, rule = _finding(groups[0][0], groups[0][1], rules, ranks_seen)
+        confidence = 0.9 if rule.role == "cause" else 0.6
+        if rule.role == "cause" and len(groups[0][1]) > 1:
+            confidence = 0.95
+        result.update({
+            "category": main["category"],
+            "layer": main["layer"],
+            "title": main["title"],
+            "confidence": confidence,
+            "source": "rule",
+            "rule": main["rule"],
+            "evidence": main["evidence"],
+            "facts": main["facts"],
+            "remediation": remediation_for(rules.categories.get(main["category"]), rule,
+                                           main["facts"]),
+            "secondary": [_finding(cat, hits, rules, ranks_seen)[0] for cat, hits in groups[1:]],
+        })
+    result["warnings"] = warnings.as_list()
+    return result
+
+
+def _no_rule_result(signals):
+    final = signals.final_error()
+    if signals.failed and final is not None:
+        return {
+            "category": taxonomy.UNKNOWN, "layer": None,
+            "title": "A failure that no rule explains", "confidence": 0.3, "source": "none",
+            "rule": None, "evidence": _evidence_json([final]), "facts": {},
+            "remediation": [
+                "Read the evidence line: it is the last error the job printed before it died.",
+                "Search the lines just above it on the same rank for the first exception.",
+                "If it is a distributed failure this tool should know, add a rule "
+                "(docs/writing-rules.md) with this line as an example.",
+            ],
+            "secondary": [],
+        }
+    return {
+        "category": taxonomy.NONE, "layer": None, "title": "No failure found in the log",
+        "confidence": 0.8 if not signals.failed else 0.5, "source": "none", "rule": None,
+        "evidence": [], "facts": {}, "remediation": [], "secondary": [],
+    }

@@ -1,0 +1,148 @@
+"""Stage 3: find rule hits in a stream of normalised lines.
+
+Literal keywords gate the regexes: one alternation of all keywords runs over each line, and
+a rule's patterns run only where one of its keywords occurs. A pattern is tried on the line
+alone, then on short windows of neighbouring lines joined by a space, so a message that a
+logger or terminal hard-wrapped still matches.
+"""
+
+import re
+from collections import deque
+
+REGEX_TIMEOUT = 0.5  # seconds per search; no rule and no line may stall a diagnosis
+CONTEXT_LINES = 50
+_AHEAD = 2
+
+# Window shapes around the keyword line i, as (first, last) offsets, tried in order.
+_WINDOWS = ((0, 0), (0, 1), (0, 2), (-1, 0), (-1, 1), (-2, 0))
+
+
+class Hit:
+    """One rule firing: the lines its match spans and the values it captured."""
+
+    __slots__ = ("rule", "lines", "facts")
+
+    def __init__(self, rule, lines, facts):
+        self.rule = rule
+        self.lines = lines
+        self.facts = facts
+
+    @property
+    def first(self):
+        """The line where the matched message starts."""
+        return self.lines[0]
+
+
+class KeywordIndex:
+    """Maps the keywords found in a line to the rules they gate."""
+
+    def __init__(self, rules):
+        by_keyword = {}
+        for rule in rules:
+            for kw in rule.keywords:
+                by_keyword.setdefault(kw, []).append(rule)
+        keywords = sorted(by_keyword, key=len, reverse=True)
+        # Longest-first alternation can shadow a shorter keyword inside a longer one, so each
+        # keyword also answers for every keyword it contains.
+        self._rules_for = {}
+        for kw in keywords:
+            gated = []
+            for other in keywords:
+                if other in kw:
+                    gated.extend(r for r in by_keyword[other] if r not in gated)
+            self._rules_for[kw] = gated
+        self._pattern = re.compile("|".join(re.escape(k) for k in keywords)) if keywords else None
+
+    def rules_for(self, msg):
+        """Return the rules whose keywords occur in `msg` (case-insensitive), in rule order."""
+        if self._pattern is None:
+            return ()
+        found = self._pattern.findall(msg.lower())
+        if not found:
+            return ()
+        if len(found) == 1:
+            return self._rules_for[found[0]]
+        out = []
+        for kw in dict.fromkeys(found):
+            out.extend(r for r in self._rules_for[kw] if r not in out)
+        return out
+
+
+def _search(pattern, text):
+    try:
+        return pattern.search(text, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        return None
+
+
+def _window_match(rule, buf, i):
+    """Try the rule's patterns on windows around buf[i]; return (lines, match) or None."""
+    n = len(buf)
+    for lo, hi in _WINDOWS:
+        a, b = i + lo, i + hi
+        if a < 0 or b >= n:
+            continue
+        lines = [buf[k] for k in range(a, b + 1)]
+        text = " ".join(line.msg for line in lines)
+        for pattern in rule.patterns:
+            m = _search(pattern, text)
+            if m is None:
+                continue
+            # Which of the joined lines does the match span?
+            starts, pos = [], 0
+            for line in lines:
+                starts.append(pos)
+                pos += len(line.msg) + 1
+            first = max(k for k, s in enumerate(starts) if s <= m.start())
+            last = max(k for k, s in enumerate(starts) if s <= max(m.end() - 1, m.start()))
+            return lines[first:last + 1], m, text
+    return None
+
+
+def _excluded(rule, text):
+    return any(_search(p, text) for p in rule.exclude)
+
+
+def _has_context(rule, buf, i):
+    for k in range(max(0, i - CONTEXT_LINES), i + 1):
+        if any(_search(p, buf[k].msg) for p in rule.context):
+            return True
+    return False
+
+
+def scan(lines, index, on_line=None):
+    """Yield Hits for an iterable of Lines of one input; `on_line` sees every line once."""
+    buf = deque()
+    seen = set()
+    keep = CONTEXT_LINES + 1 + _AHEAD
+
+    def process(i):
+        line = buf[i]
+        for rule in index.rules_for(line.msg):
+            found = _window_match(rule, buf, i)
+            if found is None:
+                continue
+            span, m, text = found
+            key = (rule.id, span[0].source, span[0].lineno)
+            if key in seen:
+                continue
+            if rule.exclude and _excluded(rule, text):
+                continue
+            if rule.context and not _has_context(rule, buf, i):
+                continue
+            seen.add(key)
+            facts = {k: v.strip() for k, v in m.groupdict().items() if v and v.strip()}
+            yield Hit(rule, span, facts)
+
+    for line in lines:
+        if on_line is not None:
+            on_line(line)
+        buf.append(line)
+        if len(buf) > keep:
+            buf.popleft()
+        i = len(buf) - 1 - _AHEAD
+        if i >= 0:
+            yield from process(i)
+    # Drain: the last lines have no lookahead left.
+    for i in range(max(0, len(buf) - _AHEAD), len(buf)):
+        yield from process(i)

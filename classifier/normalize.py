@@ -1,0 +1,135 @@
+"""Stage 2: strip what launchers and terminals wrap around a message, keeping where it came from.
+
+Rules are written against the bare message. Everything a launcher, logger or terminal adds in
+front of it — rank labels, host labels, timestamps, colour codes, rich's traceback box — is
+removed here, and the rank and time it carried are kept on the line.
+"""
+
+import calendar
+import re
+
+# CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+# Rank and host labels, each anchored at the start of what is left of the line.
+_RANK_PREFIXES = (
+    # torch >= 2.2 stderr redirection and torchrun --tee: `[rank3]:`, `[default3]:`
+    re.compile(r"\[(?:rank|default|worker|trainer|local_rank)?(?P<rank>\d+)\]:\s?"),
+    # Open MPI --tag-output: `[1,3]<stderr>:` (job id, rank)
+    re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
+    # srun -l / --label: `3: ` (possibly right-aligned)
+    re.compile(r"\s*(?P<rank>\d{1,5}):\s"),
+    # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `
+    re.compile(r"(?P<host>localhost|(?=[a-z0-9._-]*\d)[a-z0-9][a-z0-9._-]*[a-z0-9]):\s"),
+)
+
+_MONTHS = {m: i for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+# Leading timestamps in the forms loggers, Kubernetes, syslog and dmesg write them.
+_ISO_TS = re.compile(
+    r"\[?(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
+    r"(?P<frac>[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*[|-]\s|\s+|$)")
+_SYSLOG_TS = re.compile(
+    r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
+    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?: \S+)?(?: kernel:)? ")
+_DMESG_TS = re.compile(r"\[\s*\d+\.\d+\]\s")
+_DMESG_HUMAN_TS = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
+
+# rich's traceback panel: `│ text │`; heavy and ASCII variants are rarer but seen.
+_BOX_LEFT = re.compile(r"\s*[│┃║]\s?")
+_BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
+
+
+class Line:
+    """A log line after normalisation: where it came from, its rank and time, its message."""
+
+    __slots__ = ("source", "lineno", "text", "msg", "rank", "host", "ts", "index")
+
+    def __init__(self, source, lineno, text, msg, rank, host, ts, index):
+        self.source = source      # file name as given, `<stdin>` for a pipe
+        self.lineno = lineno      # 1-based physical line number in that input
+        self.text = text          # the line as the user would see it (colours removed)
+        self.msg = msg            # the bare message the rules match
+        self.rank = rank          # int or None
+        self.host = host          # pdsh host label or None
+        self.ts = ts              # seconds since the epoch (own or inherited) or None
+        self.index = index        # position of the input among the job's files
+
+
+def visible_text(raw):
+    """Return what a terminal would show for a raw line: no colours, last `\\r` rewrite wins."""
+    if "\x1b" in raw:
+        raw = _ANSI.sub("", raw)
+    if "\r" in raw:
+        parts = [p for p in raw.split("\r") if p.strip()]
+        raw = parts[-1] if parts else ""
+    return raw.rstrip()
+
+
+def _iso_seconds(m):
+    try:
+        base = calendar.timegm((int(m["y"]), int(m["mo"]), int(m["d"]),
+                                int(m["h"]), int(m["mi"]), int(m["s"]), 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    frac = m["frac"]
+    return base + (float("0." + frac[1:]) if frac else 0.0)
+
+
+def _syslog_seconds(m):
+    # syslog has no year; only order within one file matters, so a fixed year is fine.
+    return calendar.timegm((2000, _MONTHS[m["mon"]], int(m["d"]),
+                            int(m["h"]), int(m["mi"]), int(m["s"]), 0, 0, 0))
+
+
+def strip_prefixes(text):
+    """Split a visible line into (message, rank, host, timestamp) by peeling known prefixes."""
+    rank = host = ts = None
+    msg = text
+    for _ in range(6):
+        before = msg
+        m = _ISO_TS.match(msg)
+        if m:
+            ts = _iso_seconds(m) if ts is None else ts
+            msg = msg[m.end():]
+        else:
+            m = _SYSLOG_TS.match(msg)
+            if m:
+                ts = _syslog_seconds(m) if ts is None else ts
+                msg = msg[m.end():]
+            else:
+                m = _DMESG_TS.match(msg) or _DMESG_HUMAN_TS.match(msg)
+                if m:
+                    msg = msg[m.end():]
+        for pattern in _RANK_PREFIXES:
+            m = pattern.match(msg)
+            if m:
+                groups = m.groupdict()
+                if groups.get("rank") is not None and rank is None:
+                    rank = int(groups["rank"])
+                if groups.get("host") and host is None:
+                    host = groups["host"]
+                msg = msg[m.end():]
+                break
+        if msg == before:
+            break
+    m = _BOX_LEFT.match(msg)
+    if m:
+        msg = _BOX_RIGHT.sub("", msg[m.end():])
+    return msg.strip(), rank, host, ts
+
+
+def normalize(raw_lines, index=0, file_rank=None):
+    """Yield Line objects for RawLines of one input; lines inherit the last timestamp seen."""
+    last_ts = None
+    for raw in raw_lines:
+        text = visible_text(raw.text)
+        msg, rank, host, ts = strip_prefixes(text)
+        if ts is None:
+            ts = last_ts
+        else:
+            last_ts = ts
+        if rank is None:
+            rank = file_rank
+        yield Line(raw.source, raw.lineno, text, msg, rank, host, ts, index)

@@ -1,0 +1,191 @@
+"""Stage 1: turn raw bytes (files, stdin, compressed streams) into numbered text lines.
+
+Logs from crashed jobs are hostile input: cut mid-line, binary tails, NUL padding, invalid
+UTF-8, tqdm's `\\r` rewrites, lines of megabytes. The reader never stops early and holds at
+most one chunk plus one (capped) line in memory.
+"""
+
+import bz2
+import codecs
+import gzip
+import lzma
+import os
+import sys
+import zlib
+
+CHUNK = 1 << 20
+MAX_LINE = 64 * 1024
+
+# Magic bytes decide the decompressor, not the file name: logs get renamed and piped.
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+
+
+class InputError(Exception):
+    """An input that cannot be opened or read at all (exit code 2)."""
+
+
+class Warnings:
+    """Collects reader warnings once per code, with a count, for the JSON `warnings` list."""
+
+    def __init__(self):
+        self._items = {}
+
+    def add(self, code, message):
+        """Record one occurrence of a warning code."""
+        if code in self._items:
+            self._items[code][1] += 1
+        else:
+            self._items[code] = [message, 1]
+
+    def as_list(self):
+        """Return the warnings as [{code, message}] in first-seen order."""
+        out = []
+        for code, (message, count) in self._items.items():
+            suffix = f" ({count} times)" if count > 1 else ""
+            out.append({"code": code, "message": message + suffix})
+        return out
+
+
+class RawLine:
+    """One physical line of one input, 1-based, decoded with replacement characters."""
+
+    __slots__ = ("source", "lineno", "text")
+
+    def __init__(self, source, lineno, text):
+        self.source = source
+        self.lineno = lineno
+        self.text = text
+
+
+def display_name(path):
+    """Name an input the way the user gave it; stdin is shown as `<stdin>`."""
+    return "<stdin>" if path == "-" else path
+
+
+def check_readable(path):
+    """Raise InputError with a one-line reason if `path` cannot be read as a log."""
+    if path == "-":
+        return
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _open_binary(path):
+    if path == "-":
+        return sys.stdin.buffer
+    return open(path, "rb")
+
+
+def _sniff(head):
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf16"
+    return None
+
+
+class _Peeked:
+    """A binary stream with its first bytes already read (stdin cannot seek back)."""
+
+    def __init__(self, head, stream):
+        self._head = head
+        self._stream = stream
+
+    def read(self, n=-1):
+        if self._head:
+            out, self._head = self._head, b""
+            if n < 0:
+                return out + self._stream.read()
+            return out
+        return self._stream.read(n)
+
+
+def _chunks(path, warnings):
+    """Yield decompressed byte chunks of one input, warning (not failing) on a cut stream."""
+    raw = _open_binary(path)
+    try:
+        head = raw.read(6)
+        kind = _sniff(head)
+        stream = _Peeked(head, raw)
+        if kind == "gzip":
+            stream = gzip.GzipFile(fileobj=stream)
+        elif kind == "bz2":
+            stream = bz2.BZ2File(stream)
+        elif kind == "xz":
+            stream = lzma.LZMAFile(stream)
+        if kind == "utf16":
+            # Re-encode to UTF-8 so the line splitter below stays byte-based.
+            decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
+            while True:
+                block = stream.read(CHUNK)
+                text = decoder.decode(block, final=not block)
+                if text:
+                    yield text.encode("utf-8")
+                if not block:
+                    return
+        while True:
+            try:
+                block = stream.read(CHUNK)
+            except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+                warnings.add("truncated_input",
+                             f"{display_name(path)}: compressed stream ends early ({exc}); "
+                             "diagnosed what could be read")
+                return
+            if not block:
+                return
+            yield block
+    finally:
+        if raw is not sys.stdin.buffer:
+            raw.close()
+
+
+def _decode(line_bytes, source, warnings):
+    if b"\x00" in line_bytes:
+        warnings.add("nul_bytes", f"{source}: NUL bytes ignored")
+        line_bytes = line_bytes.replace(b"\x00", b"")
+    text = line_bytes.decode("utf-8", errors="replace")
+    if text.endswith("\r"):
+        text = text.rstrip("\r")
+    return text
+
+
+def read_lines(path, warnings):
+    """Yield RawLine for every line of `path` ('-' is stdin); bytes never stop the scan."""
+    source = display_name(path)
+    pending = bytearray()
+    skipping = False  # inside the remainder of an over-long line
+    lineno = 0
+    for block in _chunks(path, warnings):
+        start = 0
+        while True:
+            nl = block.find(b"\n", start)
+            piece = block[start:] if nl < 0 else block[start:nl]
+            if not skipping:
+                room = MAX_LINE - len(pending)
+                if len(piece) > room:
+                    pending += piece[:room]
+                    skipping = True
+                    warnings.add("line_truncated",
+                                 f"{source}: lines over {MAX_LINE // 1024} KiB truncated")
+                else:
+                    pending += piece
+            if nl < 0:
+                break
+            lineno += 1
+            yield RawLine(source, lineno, _decode(bytes(pending), source, warnings))
+            pending.clear()
+            skipping = False
+            start = nl + 1
+    if pending or skipping:
+        lineno += 1
+        yield RawLine(source, lineno, _decode(bytes(pending), source, warnings))

@@ -1,0 +1,60 @@
+"""Stage 5: the checklist item and the concrete next steps, filled with values from the log."""
+
+import re
+
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def _as_int(value):
+    try:
+        return int(str(value).replace(",", ""))
+    except (TypeError, ValueError):
+        return None
+
+
+def derive_facts(category, facts, ranks_seen):
+    """Add values computed from the captured ones (corrected batch sizes, world size)."""
+    out = dict(facts)
+    if "world_size" not in out and len(ranks_seen) > 1:
+        out["world_size"] = str(max(ranks_seen) + 1)
+    if category == "batch_size_mismatch":
+        tbs = _as_int(out.get("train_batch_size"))
+        micro = _as_int(out.get("micro_batch"))
+        gas = _as_int(out.get("grad_acc"))
+        world = _as_int(out.get("world_size"))
+        if micro and gas and world:
+            out["expected_train_batch_size"] = str(micro * gas * world)
+        if tbs and micro and world and tbs % (micro * world) == 0:
+            out["suggested_grad_acc"] = str(tbs // (micro * world))
+    return out
+
+
+def fill(template, facts):
+    """Fill `{name}` placeholders; None when a named value is missing from the facts."""
+    missing = False
+
+    def sub(m):
+        nonlocal missing
+        value = facts.get(m.group(1))
+        if value is None:
+            missing = True
+            return m.group(0)
+        return str(value)
+
+    text = _PLACEHOLDER.sub(sub, template)
+    return None if missing else text
+
+
+def remediation_for(category_info, rule, facts):
+    """Checklist item first, then the rule's own steps, then the category's, all filled."""
+    steps = []
+    if category_info is not None and category_info.checklist:
+        steps.append("Checklist: " + category_info.checklist.strip())
+    templates = list(rule.remediation if rule is not None else ())
+    if category_info is not None:
+        templates += list(category_info.remediation)
+    for template in templates:
+        text = fill(template.strip(), facts)
+        if text and text not in steps:
+            steps.append(text)
+    return steps

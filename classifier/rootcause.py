@@ -1,0 +1,93 @@
+"""Stage 4: pick the root cause among all hits of a job.
+
+A failing job prints its cause once and its echoes on every other rank. Any `cause` hit beats
+every `symptom` hit; among causes the one that happened first wins (timestamps across files,
+position within a file), preferring the rank torchelastic names as the first observed failure.
+Symptoms decide only when no cause fired anywhere: highest priority, then earliest.
+"""
+
+from functools import cmp_to_key
+
+MAX_EVIDENCE = 8
+KEEP_PER_RULE = 64
+
+
+def _compare(a, b):
+    """Order two lines by when they happened: position within a file, time across files."""
+    if a.index == b.index:
+        return (a.lineno > b.lineno) - (a.lineno < b.lineno)
+    if a.ts is not None and b.ts is not None and a.ts != b.ts:
+        return -1 if a.ts < b.ts else 1
+    return -1 if a.index < b.index else 1
+
+
+_line_key = cmp_to_key(_compare)
+
+
+def _hit_key(hit):
+    return _line_key(hit.first)
+
+
+class HitCollector:
+    """Keeps a bounded number of hits per rule, plus how often each rule fired."""
+
+    def __init__(self):
+        self.hits = []
+        self.counts = {}
+
+    def add(self, hit):
+        """Record one hit; beyond KEEP_PER_RULE per rule only the count grows."""
+        n = self.counts.get(hit.rule.id, 0)
+        self.counts[hit.rule.id] = n + 1
+        if n < KEEP_PER_RULE:
+            self.hits.append(hit)
+
+
+def pick_root_cause(hits, root_rank=None):
+    """Return the winning hit, or None when nothing fired."""
+    causes = [h for h in hits if h.rule.role == "cause"]
+    if causes:
+        if root_rank is not None:
+            on_root = [h for h in causes if h.first.rank == root_rank]
+            causes = on_root or causes
+        return min(causes, key=_hit_key)
+    if not hits:
+        return None
+    top = max(h.rule.priority for h in hits)
+    return min((h for h in hits if h.rule.priority == top), key=_hit_key)
+
+
+def evidence_of(hits):
+    """Evidence lines for a group of hits: the first hit first, then one line per other place."""
+    out, seen = [], set()
+    for hit in hits:
+        for line in hit.lines:
+            key = (line.source, line.lineno)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(line)
+            if len(out) >= MAX_EVIDENCE:
+                return out
+    return out
+
+
+def group_by_category(hits, winner):
+    """Return [(category, hits)] with the winner's category first, the rest by first hit."""
+    groups = {}
+    for hit in sorted(hits, key=_hit_key):
+        groups.setdefault(hit.rule.category, []).append(hit)
+    if winner is not None:
+        own = groups.pop(winner.rule.category)
+        own.remove(winner)
+        return [(winner.rule.category, [winner] + own)] + list(groups.items())
+    return list(groups.items())
+
+
+def merged_facts(hits):
+    """Merge the captured values of several hits; the first hit's value wins."""
+    facts = {}
+    for hit in hits:
+        for key, value in hit.facts.items():
+            facts.setdefault(key, value)
+    return facts

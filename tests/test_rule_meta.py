@@ -1,0 +1,64 @@
+"""Meta-tests over the rule set: schema, coverage of the taxonomy, located errors."""
+
+from pathlib import Path
+
+import pytest
+
+from classifier.rules import RuleError, builtin_rules_dir, load_rules, rule_files, validate_file
+from classifier.taxonomy import CATEGORIES
+
+
+def test_builtin_rules_load_cleanly():
+    rules = load_rules()
+    assert rules.rules, "no rules loaded"
+
+
+@pytest.mark.parametrize("category", sorted(CATEGORIES))
+def test_every_category_has_a_rule_file(category):
+    path = builtin_rules_dir() / f"{category}.yaml"
+    assert path.is_file(), f"missing {path}"
+    data, problems = validate_file(path)
+    assert not problems, problems
+    assert data["rules"], "a category file without rules"
+
+
+def test_no_stray_rule_files():
+    stems = {p.stem for p in rule_files(builtin_rules_dir())}
+    assert stems <= set(CATEGORIES), stems - set(CATEGORIES)
+
+
+BAD = """\
+category: port_conflict
+layer: config
+title: x
+checklist: y
+remediation: ["z"]
+references: ["u"]
+rules:
+  - id: wrong.prefix
+    title: t
+    role: maybe
+    keywords: []
+    patterns: ["(unclosed"]
+    examples: {match: ["a"], no_match: []}
+    colour: red
+"""
+
+
+def test_bad_rule_file_reports_every_problem_with_location(tmp_path):
+    bad = tmp_path / "port_conflict.yaml"
+    bad.write_text(BAD)
+    broken = tmp_path / "gpu_oom.yaml"
+    broken.write_text("category: gpu_oom\nrules: [\n")
+    with pytest.raises(RuleError) as err:
+        load_rules([tmp_path])
+    problems = err.value.problems
+    text = "\n".join(problems)
+    # Each problem names file:line:col, and all of them are collected, across both files.
+    assert all(p.startswith(str(tmp_path)) and p.split(":")[1].isdigit() for p in problems)
+    for needle in ("layer of `port_conflict`", "must be a string starting with", "role must be",
+                   "keywords must be", "bad regex", "examples.match needs", "examples.no_match needs",
+                   "unknown rule key `colour`", "YAML syntax"):
+        assert needle in text, needle
+    role_line = [p for p in problems if "role must be" in p][0]
+    assert role_line.split(":")[1] == "10", role_line
