@@ -12,7 +12,7 @@ def main(argv):
     args = p.parse_args(argv)
     from .rules import RuleError, load_rules
     try:
-        rules = load_rules(args.dirs)
+        rules = load_rules(args.dirs, check_builtin=True)
     except RuleError as exc:
         for problem in exc.problems:
             sys.stderr.write(problem + "\n")

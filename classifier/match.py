@@ -33,6 +33,33 @@ class Hit:
         return self.lines[0]
 
 
+def trie_regex(words):
+    """Build one regex matching any of `words`, shaped as a trie so each position tries one branch.
+
+    A flat alternation of ~200 literals makes `re` try every alternative at every position;
+    factoring common prefixes makes the prefilter several times faster. Longer words win over
+    their own prefixes, as in the flat longest-first alternation.
+    """
+    trie = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = True
+
+    def build(node):
+        end = "" in node
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if end:
+            return "(?:" + body + ")?"
+        return body
+
+    return build(trie)
+
+
 class KeywordIndex:
     """Maps the keywords found in a line to the rules they gate."""
 
@@ -51,7 +78,7 @@ class KeywordIndex:
                 if other in kw:
                     gated.extend(r for r in by_keyword[other] if r not in gated)
             self._rules_for[kw] = gated
-        self._pattern = re.compile("|".join(re.escape(k) for k in keywords)) if keywords else None
+        self._pattern = re.compile(trie_regex(keywords)) if keywords else None
 
     def rules_for(self, msg):
         """Return the rules whose keywords occur in `msg` (case-insensitive), in rule order."""

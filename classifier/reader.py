@@ -103,9 +103,10 @@ class _Peeked:
 
     def read(self, n=-1):
         if self._head:
-            out, self._head = self._head, b""
             if n < 0:
+                out, self._head = self._head, b""
                 return out + self._stream.read()
+            out, self._head = self._head[:n], self._head[n:]
             return out
         return self._stream.read(n)
 
@@ -133,9 +134,12 @@ def _chunks(path, warnings):
                     yield text.encode("utf-8")
                 if not block:
                     return
+        # read1 hands over each decompressed piece as it comes, so a stream cut short
+        # loses only its last piece, not the whole chunk being assembled.
+        read = getattr(stream, "read1", stream.read)
         while True:
             try:
-                block = stream.read(CHUNK)
+                block = read(CHUNK)
             except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
                 warnings.add("truncated_input",
                              f"{display_name(path)}: compressed stream ends early ({exc}); "

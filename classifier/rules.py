@@ -34,8 +34,8 @@ class RuleError(Exception):
 class Rule:
     """One compiled rule: keywords gate where its regexes run."""
 
-    __slots__ = ("id", "category", "title", "role", "priority", "keywords", "patterns",
-                 "exclude", "context", "remediation", "examples", "path")
+    __slots__ = ("id", "category", "title", "role", "priority", "keywords", "remediation",
+                 "examples", "path", "_sources", "_compiled")
 
     def __init__(self, data, category, path):
         self.id = data["id"]
@@ -44,12 +44,34 @@ class Rule:
         self.role = data.get("role", "cause")
         self.priority = int(data.get("priority", 0))
         self.keywords = tuple(k.lower() for k in data["keywords"])
-        self.patterns = tuple(regex.compile(p) for p in data["patterns"])
-        self.exclude = tuple(regex.compile(p) for p in data.get("exclude") or ())
-        self.context = tuple(regex.compile(p) for p in data.get("context") or ())
+        self._sources = (tuple(data["patterns"]), tuple(data.get("exclude") or ()),
+                         tuple(data.get("context") or ()))
+        self._compiled = None
         self.remediation = tuple(data.get("remediation") or ())
         self.examples = data.get("examples") or {}
         self.path = path
+
+    def _regexes(self):
+        # Compiling ~400 regexes costs more than scanning an ordinary log, so a rule compiles
+        # its own only when one of its keywords first occurs.
+        if self._compiled is None:
+            self._compiled = tuple(tuple(regex.compile(p) for p in group) for group in self._sources)
+        return self._compiled
+
+    @property
+    def patterns(self):
+        """The compiled match patterns."""
+        return self._regexes()[0]
+
+    @property
+    def exclude(self):
+        """The compiled exclusion patterns."""
+        return self._regexes()[1]
+
+    @property
+    def context(self):
+        """The compiled context patterns."""
+        return self._regexes()[2]
 
 
 class CategoryInfo:
@@ -149,7 +171,7 @@ def _check_examples(examples, where, report):
         report(where, f"unknown example keys: {', '.join(sorted(extra))}")
 
 
-def _validate_rule(rule, where, category, seen_ids, report):
+def _validate_rule(rule, where, category, seen_ids, report, check_regexes=True):
     if not isinstance(rule, dict):
         report(where, "a rule must be a mapping")
         return
@@ -175,17 +197,17 @@ def _validate_rule(rule, where, category, seen_ids, report):
     if not _is_str_list(rule.get("patterns"), 1):
         report(where + ("patterns",) if "patterns" in rule else where,
                "patterns must be a non-empty list of strings")
-    else:
+    elif check_regexes:
         _check_regexes(rule["patterns"], where + ("patterns",), report)
     for key in ("exclude", "context", "remediation"):
         if key in rule and not _is_str_list(rule[key]):
             report(where + (key,), f"{key} must be a list of strings")
-        elif key != "remediation":
+        elif key != "remediation" and check_regexes:
             _check_regexes(rule.get(key), where + (key,), report)
     _check_examples(rule.get("examples"), where + ("examples",), report)
 
 
-def validate_file(path, seen_ids=None):
+def validate_file(path, seen_ids=None, check_regexes=True):
     """Return (data or None, problems) for one rule file; problems are located strings."""
     path = Path(path)
     problems = []
@@ -233,13 +255,18 @@ def validate_file(path, seen_ids=None):
         report(("rules",) if "rules" in data else (), "`rules` must be a non-empty list")
     else:
         for i, rule in enumerate(rules):
-            _validate_rule(rule, ("rules", i), str(category), seen_ids, report)
+            _validate_rule(rule, ("rules", i), str(category), seen_ids, report, check_regexes)
     return (data if not problems else None), problems
 
 
-def load_rules(directories=None):
-    """Load and compile rules from the built-in directory plus any extra ones (later overrides)."""
-    dirs = [builtin_rules_dir()] + [Path(d) for d in (directories or ())]
+def load_rules(directories=None, check_builtin=False):
+    """Load rules from the built-in directory plus any extra ones (later ids override).
+
+    User directories are fully checked, regexes included. The built-in rules are checked by
+    the test suite, so at run time their regexes compile lazily (`check_builtin` forces it).
+    """
+    builtin = builtin_rules_dir()
+    dirs = [builtin] + [Path(d) for d in (directories or ())]
     problems = []
     by_id = {}
     categories = {}
@@ -249,7 +276,7 @@ def load_rules(directories=None):
             continue
         seen = set()
         for path in rule_files(directory):
-            data, found = validate_file(path, seen)
+            data, found = validate_file(path, seen, check_builtin or directory != builtin)
             problems.extend(found)
             if data is None:
                 continue

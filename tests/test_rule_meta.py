@@ -9,7 +9,7 @@ from classifier.taxonomy import CATEGORIES
 
 
 def test_builtin_rules_load_cleanly():
-    rules = load_rules()
+    rules = load_rules(check_builtin=True)
     assert rules.rules, "no rules loaded"
 
 

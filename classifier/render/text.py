@@ -59,8 +59,9 @@ def render_text(d, stream, color=None):
         return
     from rich.console import Console
     from rich.text import Text
+    # Reaching here means colour was asked for (a terminal without NO_COLOR, or --color always).
     console = Console(file=stream, markup=False, highlight=False, emoji=False,
-                      soft_wrap=True, no_color=bool(os.environ.get("NO_COLOR")))
+                      soft_wrap=True, force_terminal=True, no_color=False)
     for segs in lines:
         text = Text()
         for style, chunk in segs:

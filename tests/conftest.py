@@ -1,0 +1,35 @@
+"""Shared helpers: run the real CLI in a subprocess, exactly as users and schedulers do."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = Path(__file__).resolve().parent / "logs"
+DEMO = ROOT / "examples" / "zero3_oom_rank3_of_16.log"
+
+
+def run_dsdiag(*args, stdin=None, env=None, timeout=60):
+    """Run `python -m classifier ARGS` and return the CompletedProcess (bytes in, text out)."""
+    full_env = dict(os.environ)
+    full_env.pop("NO_COLOR", None)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "classifier", *map(str, args)],
+                          input=stdin, capture_output=True, cwd=ROOT, env=full_env,
+                          timeout=timeout)
+
+
+def diagnose_json(*args, stdin=None):
+    """Run dsdiag with --format json and return (exit code, parsed object)."""
+    proc = run_dsdiag("--format", "json", *args, stdin=stdin)
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.fixture
+def logs():
+    return LOGS

@@ -1,0 +1,139 @@
+"""The CLI contract: exit codes, JSON fields, stdin, several files, compressed input, bad input."""
+
+import bz2
+import gzip
+import json
+import lzma
+import os
+
+from conftest import DEMO, LOGS, diagnose_json, run_dsdiag
+
+CONTRACT = {"schema_version", "category", "layer", "title", "confidence", "source", "rule",
+            "evidence", "facts", "remediation", "secondary", "warnings"}
+
+
+def test_json_contract_fields_and_types():
+    code, d = diagnose_json(DEMO)
+    assert code == 0
+    assert set(d) == CONTRACT
+    assert d["schema_version"] == 1
+    assert d["category"] == "gpu_oom" and d["layer"] == "config" and d["source"] == "rule"
+    assert 0 < d["confidence"] <= 1 and d["rule"].startswith("gpu_oom.")
+    for ev in d["evidence"]:
+        assert set(ev) == {"file", "line", "rank", "text"}
+        assert isinstance(ev["line"], int) and ev["line"] >= 1
+    assert all(isinstance(s, str) for s in d["remediation"]) and d["remediation"]
+    for s in d["secondary"]:
+        assert {"category", "layer", "title", "rule", "evidence", "facts"} <= set(s)
+
+
+def test_evidence_points_at_the_real_line_and_rank():
+    _, d = diagnose_json(DEMO)
+    lines = DEMO.read_text().splitlines()
+    first = d["evidence"][0]
+    assert first["file"] == str(DEMO) and first["rank"] == 3
+    assert lines[first["line"] - 1] == first["text"]
+    assert "CUDA out of memory" in first["text"]
+
+
+def test_stdin_and_dash_read_the_same_log():
+    data = DEMO.read_bytes()
+    _, piped = diagnose_json(stdin=data)
+    _, dashed = diagnose_json("-", stdin=data)
+    assert piped["category"] == dashed["category"] == "gpu_oom"
+    assert piped["evidence"][0]["file"] == "<stdin>"
+    assert piped["evidence"][0]["line"] == diagnose_json(DEMO)[1]["evidence"][0]["line"]
+
+
+def test_compressed_inputs_are_recognised_by_magic_not_name(tmp_path):
+    data = DEMO.read_bytes()
+    for name, blob in (("a.log.gz", gzip.compress(data)), ("b.log.bz2", bz2.compress(data)),
+                       ("c.log.xz", lzma.compress(data)), ("misnamed.txt", gzip.compress(data))):
+        path = tmp_path / name
+        path.write_bytes(blob)
+        code, d = diagnose_json(path)
+        assert (code, d["category"]) == (0, "gpu_oom"), name
+
+
+def test_several_files_are_the_ranks_of_one_job(tmp_path):
+    # Split the demo job into per-rank files: the OOM sits in rank3.log only.
+    by_rank = {}
+    for line in DEMO.read_text().splitlines():
+        rank = line.split("[rank", 1)[1].split("]", 1)[0] if "[rank" in line else "0"
+        by_rank.setdefault(int(rank), []).append(line)
+    paths = []
+    for rank, lines in sorted(by_rank.items()):
+        p = tmp_path / f"rank{rank}.log"
+        p.write_text("\n".join(lines) + "\n")
+        paths.append(p)
+    code, d = diagnose_json(*paths)
+    assert code == 0 and d["category"] == "gpu_oom"
+    assert d["evidence"][0]["file"].endswith("rank3.log") and d["evidence"][0]["rank"] == 3
+    assert any(s["category"] == "nccl_timeout" for s in d["secondary"])
+
+
+def test_exit_codes_none_unknown_and_exit_zero():
+    assert run_dsdiag(LOGS / "healthy.log").returncode == 1
+    assert run_dsdiag(LOGS / "unknown_keyerror.log").returncode == 1
+    assert run_dsdiag("--exit-zero", LOGS / "unknown_keyerror.log").returncode == 0
+    assert run_dsdiag(DEMO).returncode == 0
+
+
+def test_unreadable_inputs_give_one_line_and_exit_2(tmp_path):
+    missing = tmp_path / "nope.log"
+    for args in ([missing], [tmp_path], [DEMO, missing]):
+        proc = run_dsdiag(*args)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2, args
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert str(args[-1]) in err
+    locked = tmp_path / "locked.log"
+    locked.write_text("x\n")
+    os.chmod(locked, 0)
+    if os.getuid() != 0:  # root reads anything; the check is meaningful only for users
+        assert run_dsdiag(locked).returncode == 2
+
+
+def test_usage_error_exits_2_without_traceback():
+    proc = run_dsdiag("--format", "yaml", DEMO)
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr
+
+
+def test_text_output_prints_log_text_verbatim_when_piped(tmp_path):
+    log = tmp_path / "markup.log"
+    log.write_text("[rank3]: [/bold] [red]not markup[/red] "
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.\n")
+    proc = run_dsdiag(log)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0
+    assert "[rank3]: [/bold] [red]not markup[/red] torch.OutOfMemoryError" in out
+    assert "\x1b[" not in out  # piped: plain
+
+
+def test_color_always_keeps_markup_like_text_and_no_color_wins(tmp_path):
+    log = tmp_path / "markup.log"
+    log.write_text("[rank3]: [/bold] CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1 GiB total capacity)\n")
+    colored = run_dsdiag("--color", "always", log).stdout.decode()
+    assert "\x1b[" in colored and "[rank3]: [/bold] CUDA out of memory" in colored
+    plain = run_dsdiag(log, env={"NO_COLOR": "1"}).stdout.decode()
+    assert "\x1b[" not in plain
+
+
+def test_markdown_format_fences_evidence():
+    out = run_dsdiag("--format", "markdown", DEMO).stdout.decode()
+    assert out.startswith("### dsdiag: `gpu_oom`")
+    assert "```text" in out and "CUDA out of memory" in out and "**What to do**" in out
+
+
+def test_json_goes_to_stdout_alone():
+    proc = run_dsdiag("--format", "json", LOGS / "pdsh_port.log")
+    json.loads(proc.stdout)  # nothing but the object
+    assert proc.stderr == b""
+
+
+def test_rules_lint_and_test_subcommands():
+    lint = run_dsdiag("rules", "lint")
+    assert lint.returncode == 0 and b"rules in" in lint.stdout
+    tested = run_dsdiag("rules", "test")
+    assert tested.returncode == 0, tested.stdout.decode()[-2000:]
+    assert b" passed, 0 failed" in tested.stdout

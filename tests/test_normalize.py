@@ -1,0 +1,51 @@
+"""Each prefix form real launchers write, on realistic lines, and the message left for rules."""
+
+import pytest
+
+from classifier.normalize import strip_prefixes
+
+CASES = [
+    # (line, message, rank, host)
+    ("[rank3]: torch.OutOfMemoryError: CUDA out of memory.",
+     "torch.OutOfMemoryError: CUDA out of memory.", 3, None),
+    ("[rank12]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 12] Watchdog caught",
+     "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 12] Watchdog caught", 12, None),
+    ("[default3]:RuntimeError: CUDA error: invalid device ordinal",
+     "RuntimeError: CUDA error: invalid device ordinal", 3, None),
+    ("  7: KeyError: 'LOCAL_RANK'", "KeyError: 'LOCAL_RANK'", 7, None),
+    ("worker-1: [2024-05-02 17:40:14,003] [INFO] [launch.py:145:main] WORLD INFO DICT",
+     "[INFO] [launch.py:145:main] WORLD INFO DICT", None, "worker-1"),
+    ("worker-1: [rank9]: ValueError: boom", "ValueError: boom", 9, "worker-1"),
+    ("localhost: RuntimeError: x", "RuntimeError: x", None, "localhost"),
+    ("[1,3]<stderr>:ValueError: environment variable MASTER_ADDR expected, but not set",
+     "ValueError: environment variable MASTER_ADDR expected, but not set", 3, None),
+    ("2024-09-14T03:13:09.612910004Z RuntimeError: file write failed",
+     "RuntimeError: file write failed", None, None),
+    ("[2024-03-11 09:14:02,118] [INFO] [config.py:1000:print] world_size ... 8",
+     "[INFO] [config.py:1000:print] world_size ... 8", None, None),
+    ("2024-03-11 09:14:02,118 - INFO - trainer - step 4", "INFO - trainer - step 4", None, None),
+    ("Mar  3 11:02:07 gpu17 kernel: Out of memory: Killed process 4242 (python3)",
+     "Out of memory: Killed process 4242 (python3)", None, None),
+    ("[1234567.891011] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+     "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.", None, None),
+    ("│ /usr/lib/python3/site-packages/deepspeed/runtime/engine.py:300 in __init__        │",
+     "/usr/lib/python3/site-packages/deepspeed/runtime/engine.py:300 in __init__", None, None),
+    ("[rank0]: │ ❱ 50 │   model_engine = deepspeed.initialize(  │",
+     "❱ 50 │   model_engine = deepspeed.initialize(", 0, None),
+    # Not prefixes: an exception name, a plain message, NCCL's own host:pid:tid label.
+    ("RuntimeError: Address already in use", "RuntimeError: Address already in use", None, None),
+    ("node1:1201:1201 [0] NCCL INFO Bootstrap : Using eth0", "node1:1201:1201 [0] NCCL INFO Bootstrap : Using eth0",
+     None, None),
+]
+
+
+@pytest.mark.parametrize("line,msg,rank,host", CASES, ids=[c[0][:30] for c in CASES])
+def test_prefix_forms(line, msg, rank, host):
+    got_msg, got_rank, got_host, _ = strip_prefixes(line)
+    assert (got_msg, got_rank, got_host) == (msg, rank, host)
+
+
+def test_timestamps_are_parsed_for_ordering():
+    _, _, _, a = strip_prefixes("[2024-03-11 09:14:02,118] x")
+    _, _, _, b = strip_prefixes("2024-03-11T09:14:03.5Z y")
+    assert a is not None and b is not None and b - a == pytest.approx(1.382)

@@ -1,0 +1,92 @@
+"""Root cause, not symptom: causes beat echoes, the first cause wins, torchelastic's summary counts."""
+
+from conftest import LOGS, diagnose_json
+
+WATCHDOG = ("[rank{r}]:[E1002 14:31:10.000000000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.")
+OOM = ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a "
+       "total capacity of 79.15 GiB of which 1.07 GiB is free.")
+
+
+def _write(tmp_path, name, lines):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_oom_on_rank3_beats_watchdog_timeouts_on_the_other_15(tmp_path):
+    # The echoes are printed first (stdout buffering reorders), the cause comes last.
+    lines = [WATCHDOG.format(r=r) for r in range(16) if r != 3] + [OOM]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "gpu_oom" and d["evidence"][0]["rank"] == 3
+    assert d["evidence"][0]["line"] == 16
+    timeout = [s for s in d["secondary"] if s["category"] == "nccl_timeout"]
+    assert timeout and timeout[0]["facts"]["ranks_summary"] == "15 of 16 ranks"
+
+
+def test_watchdog_timeouts_alone_are_the_answer(tmp_path):
+    _, d = diagnose_json(_write(tmp_path, "job.log", [WATCHDOG.format(r=r) for r in range(4)]))
+    assert d["category"] == "nccl_timeout"
+    assert d["confidence"] < 0.9  # a symptom without a cause is less certain
+
+
+def test_first_cause_in_time_wins_across_rank_files(tmp_path):
+    disk = _write(tmp_path, "rank0.log", [
+        "[2024-01-05 10:05:00,000] [INFO] saving checkpoint",
+        "OSError: [Errno 28] No space left on device: '/ckpt/global_step100/mp_rank_00_model_states.pt'",
+    ])
+    oom = _write(tmp_path, "rank1.log", [
+        "[2024-01-05 10:01:00,000] [INFO] step=99",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 79.35 GiB "
+        "total capacity; 77.50 GiB already allocated; 3.19 MiB free; 78.10 GiB reserved in total by PyTorch)",
+    ])
+    _, d = diagnose_json(disk, oom)
+    assert d["category"] == "gpu_oom" and d["evidence"][0]["rank"] == 1
+    assert [s["category"] for s in d["secondary"]] == ["disk_full"]
+
+
+def test_torchelastic_root_cause_names_the_rank_that_failed_first(tmp_path):
+    lines = [
+        "[rank0]: OSError: [Errno 28] No space left on device",
+        "[rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2024-06-11_14:02:31",
+        "  host      : node7",
+        "  rank      : 1 (local_rank: 1)",
+        "  exitcode  : 1 (pid: 4121)",
+    ]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "gpu_oom" and d["evidence"][0]["rank"] == 1
+
+
+def test_sigkill_in_the_root_cause_block_is_host_oom(tmp_path):
+    lines = [
+        "[2024-06-11 14:00:00,000] [INFO] step=10",
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4120 closing signal SIGTERM",
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 4121) "
+        "of binary: /usr/bin/python3",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  rank      : 1 (local_rank: 1)",
+        "  exitcode  : -9 (pid: 4121)",
+        "  error_file: <N/A>",
+        "  traceback : Signal 9 (SIGKILL) received by PID 4121",
+    ]
+    code, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert (code, d["category"]) == (0, "host_oom")
+
+
+def test_unknown_reports_the_final_real_exception_not_the_launcher_echo():
+    code, d = diagnose_json(LOGS / "unknown_keyerror.log")
+    assert code == 1 and d["category"] == "unknown" and d["layer"] is None
+    assert d["evidence"] == [{"file": str(LOGS / "unknown_keyerror.log"), "line": 8, "rank": 0,
+                              "text": "[rank0]: KeyError: 'prompt'"}]
+
+
+def test_healthy_log_is_none():
+    code, d = diagnose_json(LOGS / "healthy.log")
+    assert (code, d["category"], d["evidence"], d["secondary"]) == (1, "none", [], [])

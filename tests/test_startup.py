@@ -1,0 +1,36 @@
+"""Fast start: importing the package and a rule-hit diagnosis never touch the heavy stack."""
+
+import subprocess
+import sys
+
+from conftest import DEMO, ROOT
+
+# An import hook records every attempt, so the test fails even where the heavy packages
+# are not installed at all (an attempted import is the bug, not a successful one).
+PROBE = r"""
+import sys
+HEAVY = ("torch", "deepspeed", "sklearn", "scipy", "numpy")
+attempts = []
+class Recorder:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY:
+            attempts.append(name)
+        return None
+sys.meta_path.insert(0, Recorder())
+import classifier
+from classifier.diagnose import diagnose_job
+result = diagnose_job([sys.argv[1]])
+from classifier.render import render
+import io
+render(result, "text", io.StringIO(), color=True)
+render(result, "json", io.StringIO())
+assert result["source"] == "rule", result["category"]
+print(",".join(attempts) or "clean")
+"""
+
+
+def test_rule_hit_diagnosis_imports_nothing_heavy():
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(DEMO)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "clean"
