@@ -79,6 +79,8 @@ def diagnose_job(paths, rules=None):
             collector.add(hit)
 
     winner = pick_root_cause(collector.hits, signals.root_rank)
+    if winner is not None and _yields_to_unexplained_error(winner, collector.hits, signals):
+        winner = None
     result = {"schema_version": SCHEMA_VERSION}
     if winner is None:
         result.update(_no_rule_result(signals))
@@ -103,6 +105,21 @@ def diagnose_job(paths, rules=None):
         })
     result["warnings"] = warnings.as_list()
     return result
+
+
+def _yields_to_unexplained_error(winner, hits, signals):
+    """A weak symptom (priority < 0) does not explain a job whose last real exception no rule saw.
+
+    Weak symptoms are lines healthy jobs print too (c10d's connect retries at start-up); when
+    the job then dies of an exception no rule knows, that exception is the better answer.
+    """
+    if winner.rule.role != "symptom" or winner.rule.priority >= 0:
+        return False
+    final = signals.last_exception
+    if final is None:
+        return False
+    covered = {(line.source, line.lineno) for hit in hits for line in hit.lines}
+    return (final.source, final.lineno) not in covered
 
 
 def _no_rule_result(signals):

@@ -103,15 +103,20 @@ def _search(pattern, text):
 
 
 def _window_match(rule, buf, i):
-    """Try the rule's patterns on windows around buf[i]; return (lines, match) or None."""
+    """Try the rule's patterns on windows around buf[i]; return (lines, match, text) or None.
+
+    Patterns are the outer loop: a rule lists its richest pattern first, and that pattern
+    gets every window before a shorter fallback may match the single line.
+    """
     n = len(buf)
+    windows = []
     for lo, hi in _WINDOWS:
         a, b = i + lo, i + hi
-        if a < 0 or b >= n:
-            continue
-        lines = [buf[k] for k in range(a, b + 1)]
-        text = " ".join(line.msg for line in lines)
-        for pattern in rule.patterns:
+        if a >= 0 and b < n:
+            lines = [buf[k] for k in range(a, b + 1)]
+            windows.append((lines, " ".join(line.msg for line in lines)))
+    for pattern in rule.patterns:
+        for lines, text in windows:
             m = _search(pattern, text)
             if m is None:
                 continue

@@ -19,8 +19,11 @@ _RANK_PREFIXES = (
     re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
     # srun -l / --label: `3: ` (possibly right-aligned)
     re.compile(r"\s*(?P<rank>\d{1,5}):\s"),
-    # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `
-    re.compile(r"(?P<host>localhost|(?=[a-z0-9._-]*\d)[a-z0-9][a-z0-9._-]*[a-z0-9]):\s"),
+    # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `. A host
+    # label needs a digit or a hyphen before any dot, so `collect2: error` and
+    # `libcudart.so.11.0: cannot open` keep their first word.
+    re.compile(r"(?P<host>localhost|\d{1,3}(?:\.\d{1,3}){3}"
+               r"|(?!collect2:)(?=[a-z0-9-]*[\d-])[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*):\s"),
 )
 
 _MONTHS = {m: i for i, m in enumerate(

@@ -32,7 +32,12 @@ CASES = [
      "/usr/lib/python3/site-packages/deepspeed/runtime/engine.py:300 in __init__", None, None),
     ("[rank0]: │ ❱ 50 │   model_engine = deepspeed.initialize(  │",
      "❱ 50 │   model_engine = deepspeed.initialize(", 0, None),
-    # Not prefixes: an exception name, a plain message, NCCL's own host:pid:tid label.
+    ("gpu-node-01.cluster: [rank9]: x", "x", 9, "gpu-node-01.cluster"),
+    ("10.0.0.5: ValueError: y", "ValueError: y", None, "10.0.0.5"),
+    # Not prefixes: an exception name, a plain message, NCCL's own host:pid:tid label, tools.
+    ("collect2: error: ld returned 1 exit status", "collect2: error: ld returned 1 exit status", None, None),
+    ("libcudart.so.11.0: cannot open shared object file: No such file or directory",
+     "libcudart.so.11.0: cannot open shared object file: No such file or directory", None, None),
     ("RuntimeError: Address already in use", "RuntimeError: Address already in use", None, None),
     ("node1:1201:1201 [0] NCCL INFO Bootstrap : Using eth0", "node1:1201:1201 [0] NCCL INFO Bootstrap : Using eth0",
      None, None),

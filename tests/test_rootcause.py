@@ -90,3 +90,16 @@ def test_unknown_reports_the_final_real_exception_not_the_launcher_echo():
 def test_healthy_log_is_none():
     code, d = diagnose_json(LOGS / "healthy.log")
     assert (code, d["category"], d["evidence"], d["secondary"]) == (1, "none", [], [])
+
+
+def test_weak_symptom_yields_to_an_unexplained_exception(tmp_path):
+    retry = ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [node0]:29500 "
+             "(errno: 111 - Connection refused).")
+    lines = [retry, retry, "[INFO] step=1", "Traceback (most recent call last):",
+             '  File "train.py", line 9, in <module>', "ZeroDivisionError: division by zero"]
+    code, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert (code, d["category"]) == (1, "unknown")
+    assert d["evidence"][0]["text"] == "ZeroDivisionError: division by zero"
+    # Without the exception the retries are all there is, and they are the answer.
+    code, d = diagnose_json(_write(tmp_path, "hang.log", [retry] * 3))
+    assert (code, d["category"]) == (0, "connection_failure")
