@@ -18,6 +18,7 @@ EXIT_FOUND, EXIT_NOTHING, EXIT_ERROR, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 
 # Subcommands map to "module:function" so `dsdiag --help` imports nothing heavy.
 SUBCOMMANDS = {
     "rules": "classifier.cli_rules:main",
+    "eval": "classifier.evaluate:main",
 }
 
 

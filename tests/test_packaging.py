@@ -1,0 +1,29 @@
+"""A non-editable install ships the rules inside the package and works away from the checkout."""
+
+import subprocess
+import sys
+import zipfile
+
+from conftest import DEMO, ROOT
+
+
+def test_wheel_ships_rules_and_diagnoses_outside_the_checkout(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(wheels), str(ROOT)], check=True, capture_output=True, timeout=300)
+    wheel = next(wheels.glob("dsdiag-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("classifier/_rules/")}
+    expected = {p.name for p in (ROOT / "rules").glob("*.yaml")}
+    assert expected and expected <= shipped
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
+                    str(wheel)], check=True, capture_output=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "classifier", "--format", "json", str(DEMO)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert '"category": "gpu_oom"' in proc.stdout
+    probe = subprocess.run([sys.executable, "-c", "import classifier.rules as r; print(r.builtin_rules_dir())"],
+                           capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site)})
+    assert probe.stdout.strip().startswith(str(site))
