@@ -78,15 +78,21 @@ class KeywordIndex:
                 if other in kw:
                     gated.extend(r for r in by_keyword[other] if r not in gated)
             self._rules_for[kw] = gated
-        self._pattern = re.compile(trie_regex(keywords)) if keywords else None
+        # The plain trie answers "any keyword here?" fast for the many lines without one; the
+        # lookahead form then finds a keyword at every position, so one keyword overlapping
+        # the end of another (not inside it) is still seen.
+        trie = trie_regex(keywords) if keywords else None
+        self._pattern = re.compile(trie) if trie else None
+        self._overlapping = re.compile("(?=(" + trie + "))") if trie else None
 
     def rules_for(self, msg):
         """Return the rules whose keywords occur in `msg` (case-insensitive), in rule order."""
         if self._pattern is None:
             return ()
-        found = self._pattern.findall(msg.lower())
-        if not found:
+        low = msg.lower()
+        if self._pattern.search(low) is None:
             return ()
+        found = self._overlapping.findall(low)
         if len(found) == 1:
             return self._rules_for[found[0]]
         out = []
