@@ -137,3 +137,44 @@ def test_rules_lint_and_test_subcommands():
     tested = run_dsdiag("rules", "test")
     assert tested.returncode == 0, tested.stdout.decode()[-2000:]
     assert b" passed, 0 failed" in tested.stdout
+
+
+def test_rules_dir_adds_and_overrides_rules(tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "disk_full.yaml").write_text('''\
+category: disk_full
+layer: env
+title: Site storage quota
+checklist: Our cluster's project quota ran out.
+remediation: ["Ask for more quota on {volume}."]
+references: ["https://example.org/quota"]
+rules:
+  - id: disk_full.site_quota
+    title: The site's project quota was exceeded
+    keywords: ["projquota"]
+    patterns: ['PROJQUOTA exceeded on (?P<volume>/\\S+)']
+    examples:
+      match: ["PROJQUOTA exceeded on /lus/proj1", "x PROJQUOTA exceeded on /a", "PROJQUOTA exceeded on /b y"]
+      no_match: ["PROJQUOTA ok on /lus/proj1", "quota"]
+''')
+    log = tmp_path / "job.log"
+    log.write_text("step 1\nPROJQUOTA exceeded on /lus/proj1\n")
+    proc = run_dsdiag("--format", "json", "--rules-dir", rules, log)
+    d = json.loads(proc.stdout)
+    assert (proc.returncode, d["rule"], d["facts"]["volume"]) == (0, "disk_full.site_quota", "/lus/proj1")
+    assert "Ask for more quota on /lus/proj1." in d["remediation"]
+    # A bad user rule file: located error, exit 2.
+    (rules / "gpu_oom.yaml").write_text("category: gpu_oom\nrules: [\n")
+    bad = run_dsdiag("--rules-dir", rules, log)
+    assert bad.returncode == 2 and b"gpu_oom.yaml:" in bad.stderr and b"Traceback" not in bad.stderr
+
+
+def test_closed_stdout_exits_quietly(tmp_path):
+    import subprocess
+    import sys
+    big = tmp_path / "big.log"
+    big.write_text((DEMO.read_text()) * 20)
+    proc = subprocess.run(f"{sys.executable} -m classifier --color never {big} | head -1",
+                          shell=True, capture_output=True, cwd=str(DEMO.parent.parent), timeout=60)
+    assert proc.stdout.count(b"\n") == 1 and b"Traceback" not in proc.stderr, proc.stderr

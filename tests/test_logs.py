@@ -11,6 +11,7 @@ CASES = [
     ("mpirun_envvar.log", "env_var_missing", 10, 0),
     ("rich_box_config.log", "config_field_error", 11, None),
     ("k8s_disk.log", "disk_full", 7, None),
+    ("torchrun_tee_ordinal.log", "device_visibility", 13, 1),
 ]
 
 
