@@ -79,7 +79,7 @@ def diagnose_job(paths, rules=None):
             collector.add(hit)
 
     winner = pick_root_cause(collector.hits, signals.root_rank)
-    if winner is not None and _yields_to_unexplained_error(winner, collector.hits, signals):
+    if winner is not None and _weak_symptom_overruled(winner, collector.hits, signals):
         winner = None
     result = {"schema_version": SCHEMA_VERSION}
     if winner is None:
@@ -107,14 +107,17 @@ def diagnose_job(paths, rules=None):
     return result
 
 
-def _yields_to_unexplained_error(winner, hits, signals):
-    """A weak symptom (priority < 0) does not explain a job whose last real exception no rule saw.
+def _weak_symptom_overruled(winner, hits, signals):
+    """Does a weak symptom (priority < 0) give way to `none` or to an unexplained exception?
 
-    Weak symptoms are lines healthy jobs print too (c10d's connect retries at start-up); when
-    the job then dies of an exception no rule knows, that exception is the better answer.
+    Weak symptoms are lines healthy jobs print too (c10d's connect retries at start-up). They
+    explain nothing in a job that shows no failure, and when the job dies of an exception no
+    rule knows, that exception is the better answer.
     """
     if winner.rule.role != "symptom" or winner.rule.priority >= 0:
         return False
+    if not signals.failed:
+        return True
     final = signals.last_exception
     if final is None:
         return False
