@@ -17,6 +17,7 @@ from .rules import default_rules
 from .signals import FailureSignals
 
 SCHEMA_VERSION = 1
+TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
 _FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d+)(?:\D|$)", re.IGNORECASE)
 
 
@@ -111,13 +112,16 @@ def _weak_symptom_overruled(winner, hits, signals):
     """Does a weak symptom (priority < 0) give way to `none` or to an unexplained exception?
 
     Weak symptoms are lines healthy jobs print too (c10d's connect retries at start-up). They
-    explain nothing in a job that shows no failure, and when the job dies of an exception no
-    rule knows, that exception is the better answer.
+    explain nothing in a job that went on to run without failing — unless they are where the
+    log ends (the job hung there) — and when the job dies of an exception no rule knows, that
+    exception is the better answer.
     """
     if winner.rule.role != "symptom" or winner.rule.priority >= 0:
         return False
     if not signals.failed:
-        return True
+        same = [h for h in hits if h.rule is winner.rule]
+        return not any(h.lines[-1].lineno + TAIL_LINES >= signals.last_lineno.get(h.first.source, 0)
+                       for h in same)
     final = signals.last_exception
     if final is None:
         return False

@@ -34,12 +34,14 @@ class FailureSignals:
         self.root_rank = None
         self.root_exitcode = None
         self._root_left = 0
+        self.last_lineno = {}          # source -> number of its last non-empty line
 
     def feed(self, line):
         """Inspect one normalised line."""
         msg = line.msg
         if not msg:
             return
+        self.last_lineno[line.source] = line.lineno
         if self._root_left:
             self._root_left -= 1
             m = _ROOT_FIELD.match(msg)

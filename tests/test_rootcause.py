@@ -103,3 +103,11 @@ def test_weak_symptom_yields_to_an_unexplained_exception(tmp_path):
     # Without the exception the retries are all there is, and they are the answer.
     code, d = diagnose_json(_write(tmp_path, "hang.log", [retry] * 3))
     assert (code, d["category"]) == (0, "connection_failure")
+
+
+def test_weak_symptom_followed_by_healthy_progress_is_none(tmp_path):
+    retry = ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [node0]:29500 "
+             "(errno: 111 - Connection refused).")
+    lines = [retry] * 3 + [f"[INFO] step={i}, loss=2.{i}" for i in range(30)]
+    code, d = diagnose_json(_write(tmp_path, "ok.log", lines))
+    assert (code, d["category"]) == (1, "none")
