@@ -12,7 +12,8 @@ from .match import KeywordIndex, scan
 from .normalize import normalize
 from .reader import Warnings, check_readable, read_lines
 from .remediation import derive_facts, remediation_for
-from .rootcause import HitCollector, evidence_of, group_by_category, merged_facts, pick_root_cause
+from .rootcause import (HitCollector, evidence_of, group_by_category, line_order, merged_facts,
+                        pick_root_cause)
 from .rules import default_rules
 from .signals import FailureSignals
 
@@ -80,11 +81,14 @@ def diagnose_job(paths, rules=None):
             collector.add(hit)
 
     winner = pick_root_cause(collector.hits, signals.root_rank)
-    if winner is not None and _weak_symptom_overruled(winner, collector.hits, signals):
-        winner = None
+    unexplained = None
+    if winner is not None and winner.rule.role == "symptom":
+        unexplained = _first_unexplained_exception(collector.hits, signals)
+        if _symptom_overruled(winner, collector.hits, signals, unexplained):
+            winner = None
     result = {"schema_version": SCHEMA_VERSION}
     if winner is None:
-        result.update(_no_rule_result(signals))
+        result.update(_no_rule_result(signals, unexplained))
     else:
         groups = group_by_category(collector.hits, winner)
         main, rule = _finding(groups[0][0], groups[0][1], rules, ranks_seen)
@@ -108,37 +112,45 @@ def diagnose_job(paths, rules=None):
     return result
 
 
-def _weak_symptom_overruled(winner, hits, signals):
-    """Does a weak symptom (priority < 0) give way to `none` or to an unexplained exception?
+def _first_unexplained_exception(hits, signals):
+    """The earliest real exception line that no rule hit covers, or None."""
+    covered = {(line.source, line.lineno) for hit in hits for line in hit.lines}
+    free = [line for line in signals.exceptions if (line.source, line.lineno) not in covered]
+    return min(free, key=line_order) if free else None
 
-    Weak symptoms are lines healthy jobs print too (c10d's connect retries at start-up). They
-    explain nothing in a job that went on to run without failing — unless they are where the
-    log ends (the job hung there) — and when the job dies of an exception no rule knows, that
-    exception is the better answer.
+
+def _symptom_overruled(winner, hits, signals, unexplained):
+    """Does the winning symptom give way to `none` or to an exception no rule explains?
+
+    Symptoms are echoes: a rank that died of an exception no rule knows leaves its peers with
+    connection resets and watchdog timeouts, so an unexplained exception that came first is
+    the better answer (`unknown`). Weak symptoms (priority < 0) are lines healthy jobs print
+    too (c10d's connect retries at start-up): they explain nothing in a job that went on
+    without failing — unless they are where the log ends (the job hung there) — and give way
+    to an unexplained exception wherever it comes.
     """
-    if winner.rule.role != "symptom" or winner.rule.priority >= 0:
+    if unexplained is not None and line_order(unexplained) < line_order(winner.first):
+        return True
+    if winner.rule.priority >= 0:
         return False
     if not signals.failed:
         same = [h for h in hits if h.rule is winner.rule]
         return not any(h.lines[-1].lineno + TAIL_LINES >= signals.last_lineno.get(h.first.source, 0)
                        for h in same)
-    final = signals.last_exception
-    if final is None:
-        return False
-    covered = {(line.source, line.lineno) for hit in hits for line in hit.lines}
-    return (final.source, final.lineno) not in covered
+    return unexplained is not None
 
 
-def _no_rule_result(signals):
-    final = signals.final_error()
+def _no_rule_result(signals, unexplained=None):
+    final = unexplained or signals.final_error()
     if signals.failed and final is not None:
         return {
             "category": taxonomy.UNKNOWN, "layer": None,
             "title": "A failure that no rule explains", "confidence": 0.3, "source": "none",
             "rule": None, "evidence": _evidence_json([final]), "facts": {},
             "remediation": [
-                "Read the evidence line: it is the last error the job printed before it died.",
-                "Search the lines just above it on the same rank for the first exception.",
+                "Read the evidence line: it is the error no rule explains — the first one when other "
+                "ranks only echoed it, else the last one the job printed.",
+                "Read the traceback just above it on the same rank to find the code that raised it.",
                 "If it is a distributed failure this tool should know, add a rule "
                 "(docs/writing-rules.md) with this line as an example.",
             ],

@@ -21,11 +21,11 @@ def _compare(a, b):
     return -1 if a.index < b.index else 1
 
 
-_line_key = cmp_to_key(_compare)
+line_order = cmp_to_key(_compare)
 
 
 def _hit_key(hit):
-    return _line_key(hit.first)
+    return line_order(hit.first)
 
 
 class HitCollector:

@@ -20,6 +20,7 @@ _OTHER_FAILURE = re.compile(
     r"|exit(?:ed with)? (?:code|status):? -?[1-9]|^Killed$|^Aborted|srun: error:|FAILED\b"
     r"|\bF\d{4} \d\d:\d\d:\d\d")
 _ROOT_CAUSE = "Root Cause (first observed failure)"
+MAX_EXCEPTIONS = 256
 _ROOT_FIELD = re.compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
 
 
@@ -35,6 +36,7 @@ class FailureSignals:
         self.root_exitcode = None
         self._root_left = 0
         self.last_lineno = {}          # source -> number of its last non-empty line
+        self.exceptions = []           # the first real (non-echo) exception lines, bounded
 
     def feed(self, line):
         """Inspect one normalised line."""
@@ -61,6 +63,8 @@ class FailureSignals:
                 self.last_echo = line
             else:
                 self.last_exception = line
+                if len(self.exceptions) < MAX_EXCEPTIONS:
+                    self.exceptions.append(line)
         elif _OTHER_FAILURE.search(msg):
             self.failed = True
             self.last_marker = line

@@ -1,0 +1,28 @@
+"""Every labelled corpus case is a test (`pytest -k <case name>`).
+
+A case the tool is known to get wrong carries `xfail: <reason>` in its sidecar: it runs as a
+strict xfail, so fixing it (or breaking it differently) is noticed, and it is never deleted.
+"""
+
+import pytest
+
+from classifier.diagnose import diagnose_job
+from classifier.evaluate import find_cases
+from classifier.rules import default_rules
+from conftest import ROOT
+
+CASES = list(find_cases(ROOT / "corpus"))
+
+
+def _param(log, meta):
+    marks = [pytest.mark.xfail(strict=True, reason=str(meta["xfail"]))] if meta.get("xfail") else []
+    return pytest.param(log, meta, id=f"{meta['label']}/{log.name.split('.')[0]}", marks=marks)
+
+
+@pytest.mark.parametrize("log,meta", [_param(*c) for c in CASES])
+def test_corpus_case(log, meta):
+    d = diagnose_job([str(log)], default_rules())
+    assert d["category"] == meta["label"], (d["rule"], d["evidence"][:1])
+    wanted = set(meta.get("evidence_lines") or ())
+    if wanted and d["category"] not in ("none",):
+        assert wanted & {ev["line"] for ev in d["evidence"]}, (wanted, d["evidence"][:2])
