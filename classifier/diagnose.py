@@ -12,7 +12,7 @@ from .match import KeywordIndex, scan
 from .normalize import normalize
 from .reader import Warnings, check_readable, read_lines
 from .remediation import derive_facts, remediation_for
-from .rootcause import (HitCollector, evidence_of, group_by_category, line_order, merged_facts,
+from .rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order, merged_facts,
                         pick_root_cause)
 from .rules import default_rules
 from .signals import FailureSignals
@@ -143,10 +143,15 @@ def _symptom_overruled(winner, hits, signals, unexplained):
 def _no_rule_result(signals, unexplained=None):
     final = unexplained or signals.final_error()
     if signals.failed and final is not None:
+        # The same error printed by other ranks (or earlier on this one) is evidence too.
+        echoes = [line for line in signals.exceptions
+                  if line.msg == final.msg and line is not final][:MAX_EVIDENCE - 1]
+        ranks = sorted({line.rank for line in [final] + echoes if line.rank is not None})
+        facts = {"ranks": ranks, "ranks_summary": f"{len(ranks)} ranks"} if ranks else {}
         return {
             "category": taxonomy.UNKNOWN, "layer": None,
             "title": "A failure that no rule explains", "confidence": 0.3, "source": "none",
-            "rule": None, "evidence": _evidence_json([final]), "facts": {},
+            "rule": None, "evidence": _evidence_json([final] + echoes), "facts": facts,
             "remediation": [
                 "Read the evidence line: it is the error no rule explains — the first one when other "
                 "ranks only echoed it, else the last one the job printed.",

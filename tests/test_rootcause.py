@@ -83,8 +83,10 @@ def test_sigkill_in_the_root_cause_block_is_host_oom(tmp_path):
 def test_unknown_reports_the_final_real_exception_not_the_launcher_echo():
     code, d = diagnose_json(LOGS / "unknown_keyerror.log")
     assert code == 1 and d["category"] == "unknown" and d["layer"] is None
-    assert d["evidence"] == [{"file": str(LOGS / "unknown_keyerror.log"), "line": 8, "rank": 0,
-                              "text": "[rank0]: KeyError: 'prompt'"}]
+    assert d["evidence"][0] == {"file": str(LOGS / "unknown_keyerror.log"), "line": 8, "rank": 0,
+                                "text": "[rank0]: KeyError: 'prompt'"}
+    # The same error on the other rank is shown too.
+    assert [(ev["line"], ev["rank"]) for ev in d["evidence"][1:]] == [(4, 1)]
 
 
 def test_healthy_log_is_none():
