@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := examples/zero3_oom_rank3_of_16.log
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test install install-test model eval clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,13 @@ demo: install
 
 test: install-test
 	$(BIN)/python -m pytest -q
+
+# Retrain the fallback model on corpus/ (deterministic) and write classifier/model.json.
+model: install-test
+	$(BIN)/python -m classifier.train
+
+eval: install
+	$(BIN)/dsdiag eval corpus/
 
 clean:
 	rm -rf $(VENV) build *.egg-info

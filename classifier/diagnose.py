@@ -15,6 +15,7 @@ from .remediation import derive_facts, remediation_for
 from .rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order, merged_facts,
                         pick_root_cause)
 from .rules import default_rules
+from .region import FailureRegion, mask
 from .signals import FailureSignals
 
 SCHEMA_VERSION = 1
@@ -66,11 +67,13 @@ def diagnose_job(paths, rules=None):
         check_readable(path)
     warnings = Warnings()
     signals = FailureSignals()
+    region = FailureRegion()
     collector = HitCollector()
     ranks_seen = set()
 
     def on_line(line):
         signals.feed(line)
+        region.feed(line)
         if line.rank is not None:
             ranks_seen.add(line.rank)
 
@@ -88,7 +91,8 @@ def diagnose_job(paths, rules=None):
             winner = None
     result = {"schema_version": SCHEMA_VERSION}
     if winner is None:
-        result.update(_no_rule_result(signals, unexplained))
+        guess = _model_guess(region, rules) if signals.failed else None
+        result.update(guess or _no_rule_result(signals, unexplained))
     else:
         groups = group_by_category(collector.hits, winner)
         main, rule = _finding(groups[0][0], groups[0][1], rules, ranks_seen)
@@ -138,6 +142,32 @@ def _symptom_overruled(winner, hits, signals, unexplained):
         return not any(h.lines[-1].lineno + TAIL_LINES >= signals.last_lineno.get(h.first.source, 0)
                        for h in same)
     return unexplained is not None
+
+
+def _model_guess(region, rules):
+    """Ask the fallback text model about a failure no rule explains; None below its threshold."""
+    from .model import load_model  # plain JSON + math: cheap, but only needed here
+    model = load_model()
+    if model is None:
+        return None
+    lines = region.lines()
+    texts = [mask(line.msg) for line in lines]
+    probs = model.probabilities("\n".join(texts))
+    category, p = max(probs.items(), key=lambda kv: kv[1])
+    if category in (taxonomy.UNKNOWN, taxonomy.NONE) or p < model.threshold:
+        return None
+    scores = model.line_scores(texts, category)
+    drivers = sorted(range(len(lines)), key=lambda i: -scores[i])[:3]
+    evidence = [lines[i] for i in sorted(drivers, key=lambda i: line_order(lines[i])) if scores[i] > 0]
+    facts = {"model_probability": round(p, 4)}
+    return {
+        "category": category, "layer": taxonomy.layer_of(category),
+        "title": f"Predicted by the fallback text model ({taxonomy.CATEGORIES[category][1]})",
+        "confidence": round(p, 4), "source": "model", "rule": None,
+        "evidence": _evidence_json(evidence), "facts": facts,
+        "remediation": remediation_for(rules.categories.get(category), None, facts),
+        "secondary": [],
+    }
 
 
 def _no_rule_result(signals, unexplained=None):

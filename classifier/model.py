@@ -1,0 +1,68 @@
+"""The fallback text classifier, run in plain Python from its exported JSON.
+
+Trained with scikit-learn (TF-IDF + logistic regression, see `classifier/train.py`) and
+shipped as data: vocabulary, idf, coefficients, intercepts, the calibrated threshold. No
+pickle, no scikit-learn at run time; `tests/test_model.py` proves the numbers match.
+"""
+
+import json
+import math
+import re
+from pathlib import Path
+
+MODEL_PATH = Path(__file__).resolve().parent / "model.json"
+# Same as the vectorizer's token_pattern and lowercase=True in train.py.
+TOKEN = re.compile(r"(?u)\b[a-z_][a-z0-9_]+\b")
+
+
+class TextModel:
+    """A linear multinomial model over sublinear TF-IDF word uni- and bigrams."""
+
+    def __init__(self, data):
+        self.classes = data["classes"]
+        self.vocabulary = data["vocabulary"]
+        self.idf = data["idf"]
+        self.coef = data["coef"]
+        self.intercept = data["intercept"]
+        self.threshold = data["threshold"]
+        self.ngram_max = data.get("ngram_max", 2)
+
+    def features(self, text):
+        """Return {column: tf-idf weight}, L2-normalised, for a text."""
+        tokens = TOKEN.findall(text.lower())
+        counts = {}
+        for n in range(1, self.ngram_max + 1):
+            for i in range(len(tokens) - n + 1):
+                col = self.vocabulary.get(" ".join(tokens[i:i + n]))
+                if col is not None:
+                    counts[col] = counts.get(col, 0) + 1
+        weights = {col: (1.0 + math.log(tf)) * self.idf[col] for col, tf in counts.items()}
+        norm = math.sqrt(sum(w * w for w in weights.values()))
+        return {col: w / norm for col, w in weights.items()} if norm else {}
+
+    def probabilities(self, text):
+        """Return the class probabilities (softmax of the linear scores) for a text."""
+        x = self.features(text)
+        scores = [b + sum(row[col] * w for col, w in x.items())
+                  for row, b in zip(self.coef, self.intercept)]
+        top = max(scores)
+        exps = [math.exp(s - top) for s in scores]
+        total = sum(exps)
+        return {c: e / total for c, e in zip(self.classes, exps)}
+
+    def line_scores(self, texts, cls):
+        """Score each text by how much its own terms push towards class `cls`."""
+        row = self.coef[self.classes.index(cls)]
+        return [sum(row[col] * w for col, w in self.features(t).items()) for t in texts]
+
+
+_MODEL = None
+
+
+def load_model(path=MODEL_PATH):
+    """Load the shipped model once; None when the package has none."""
+    global _MODEL
+    if _MODEL is None and Path(path).is_file():
+        with open(path, encoding="utf-8") as f:
+            _MODEL = TextModel(json.load(f))
+    return _MODEL

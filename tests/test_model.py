@@ -1,0 +1,68 @@
+"""The exported JSON model predicts exactly as the scikit-learn model it came from."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from classifier.model import TextModel, load_model
+from conftest import ROOT
+
+sklearn = pytest.importorskip("sklearn", reason="scikit-learn is installed by `make test`")
+
+
+@pytest.fixture(scope="module")
+def trained():
+    from classifier.train import export, load_corpus, make_pipeline
+    texts, labels, _ = load_corpus(ROOT / "corpus")
+    vec, clf = make_pipeline()
+    clf.fit(vec.fit_transform(texts), labels)
+    return texts, vec, clf, TextModel(json.loads(json.dumps(export(vec, clf, 0.5))))
+
+
+def test_exported_model_matches_scikit_learn(trained):
+    texts, vec, clf, model = trained
+    reference = clf.predict_proba(vec.transform(texts))
+    for text, row in zip(texts, reference):
+        ours = model.probabilities(text)
+        assert max(ours, key=ours.get) == clf.classes_[row.argmax()]
+        for cls, p in zip(clf.classes_, row):
+            assert ours[cls] == pytest.approx(p, abs=1e-9)
+
+
+def test_shipped_model_is_the_one_make_model_trains(tmp_path):
+    # Training is deterministic: retraining on the committed corpus reproduces the shipped file.
+    out = tmp_path / "model.json"
+    subprocess.run([sys.executable, "-m", "classifier.train", "--out", str(out)], cwd=ROOT,
+                   check=True, capture_output=True, timeout=600)
+    assert json.loads(out.read_text()) == json.loads((ROOT / "classifier" / "model.json").read_text())
+
+
+def test_model_answers_only_above_its_threshold(tmp_path, monkeypatch):
+    import classifier.model as m
+    from classifier.diagnose import diagnose_job
+    # A two-class model that knows one word, so the outcome depends only on the threshold.
+    data = {"classes": ["gpu_oom", "unknown"], "vocabulary": {"memmory": 0}, "idf": [1.0],
+            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "threshold": 0.5}
+    log = tmp_path / "job.log"
+    log.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                   "RuntimeError: the GPU ran out of memmory while allocating activations\n")
+    for threshold, source in ((0.99, "model"), (0.9999, "none")):
+        monkeypatch.setattr(m, "_MODEL", TextModel(dict(data, threshold=threshold)))
+        d = diagnose_job([str(log)])
+        assert d["source"] == source
+        if source == "model":
+            assert d["rule"] is None and d["category"] not in ("unknown", "none")
+            assert d["confidence"] == d["facts"]["model_probability"]
+            assert [ev["line"] for ev in d["evidence"]] == [3]  # the line that drove the score
+        else:
+            assert d["category"] == "unknown" and d["evidence"][0]["line"] == 3
+
+
+def test_rule_hit_never_consults_the_model(monkeypatch):
+    import classifier.model as m
+    from classifier.diagnose import diagnose_job
+    from conftest import DEMO
+    monkeypatch.setattr(m, "load_model", lambda *a: pytest.fail("model consulted"))
+    assert diagnose_job([str(DEMO)])["source"] == "rule"
