@@ -59,7 +59,7 @@ def _finding(category, hits, rules, ranks_seen):
     }, rule
 
 
-def diagnose_job(paths, rules=None):
+def diagnose_job(paths, rules=None, chunk_size=None):
     """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict."""
     rules = rules or default_rules()
     index = _index_for(rules)
@@ -79,8 +79,9 @@ def diagnose_job(paths, rules=None):
 
     for i, path in enumerate(paths):
         file_rank = rank_from_path(path) if path != "-" else None
-        lines = normalize(read_lines(path, warnings), index=i, file_rank=file_rank)
-        for hit in scan(lines, index, on_line):
+        raw = read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
+        lines = normalize(raw, index=i, file_rank=file_rank)
+        for hit in scan(lines, index, on_line, warnings):
             collector.add(hit)
 
     winner = pick_root_cause(collector.hits, signals.root_rank)

@@ -101,14 +101,17 @@ class KeywordIndex:
         return out
 
 
-def _search(pattern, text):
+def _search(pattern, text, warnings=None):
     try:
         return pattern.search(text, timeout=REGEX_TIMEOUT)
     except TimeoutError:
+        if warnings is not None:
+            warnings.add("regex_timeout", f"a rule pattern ran past {REGEX_TIMEOUT}s and was "
+                                          f"skipped on one line: {pattern.pattern[:80]}")
         return None
 
 
-def _window_match(rule, buf, i):
+def _window_match(rule, buf, i, warnings=None):
     """Try the rule's patterns on windows around buf[i]; return (lines, match, text) or None.
 
     Patterns are the outer loop: a rule lists its richest pattern first, and that pattern
@@ -123,7 +126,7 @@ def _window_match(rule, buf, i):
             windows.append((lines, " ".join(line.msg for line in lines)))
     for pattern in rule.patterns:
         for lines, text in windows:
-            m = _search(pattern, text)
+            m = _search(pattern, text, warnings)
             if m is None:
                 continue
             # Which of the joined lines does the match span?
@@ -137,18 +140,18 @@ def _window_match(rule, buf, i):
     return None
 
 
-def _excluded(rule, text):
-    return any(_search(p, text) for p in rule.exclude)
+def _excluded(rule, text, warnings):
+    return any(_search(p, text, warnings) for p in rule.exclude)
 
 
-def _has_context(rule, buf, i):
+def _has_context(rule, buf, i, warnings):
     for k in range(max(0, i - CONTEXT_LINES), i + 1):
-        if any(_search(p, buf[k].msg) for p in rule.context):
+        if any(_search(p, buf[k].msg, warnings) for p in rule.context):
             return True
     return False
 
 
-def scan(lines, index, on_line=None):
+def scan(lines, index, on_line=None, warnings=None):
     """Yield Hits for an iterable of Lines of one input; `on_line` sees every line once."""
     buf = deque()
     seen = set()
@@ -157,16 +160,16 @@ def scan(lines, index, on_line=None):
     def process(i):
         line = buf[i]
         for rule in index.rules_for(line.msg):
-            found = _window_match(rule, buf, i)
+            found = _window_match(rule, buf, i, warnings)
             if found is None:
                 continue
             span, m, text = found
             key = (rule.id, span[0].source, span[0].lineno)
             if key in seen:
                 continue
-            if rule.exclude and _excluded(rule, text):
+            if rule.exclude and _excluded(rule, text, warnings):
                 continue
-            if rule.context and not _has_context(rule, buf, i):
+            if rule.context and not _has_context(rule, buf, i, warnings):
                 continue
             seen.add(key)
             facts = {k: v.strip() for k, v in m.groupdict().items() if v and v.strip()}

@@ -43,6 +43,10 @@ _DMESG_HUMAN_TS = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [
 _BOX_LEFT = re.compile(r"\s*[│┃║]\s?")
 _BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
 
+# Rules see the first 8 KiB of a line: every message they know fits, and a 64 KiB line of
+# binary noise or inlined build output cannot make a three-line window cost megabytes.
+MATCH_LIMIT = 8 * 1024
+
 
 class Line:
     """A log line after normalisation: where it came from, its rank and time, its message."""
@@ -128,7 +132,8 @@ def normalize(raw_lines, index=0, file_rank=None):
     last_ts = None
     for raw in raw_lines:
         text = visible_text(raw.text)
-        msg, rank, host, ts = strip_prefixes(text)
+        msg, rank, host, ts = strip_prefixes(text[:MATCH_LIMIT + 512])
+        msg = msg[:MATCH_LIMIT]
         if ts is None:
             ts = last_ts
         else:

@@ -111,11 +111,15 @@ class _Peeked:
         return self._stream.read(n)
 
 
-def _chunks(path, warnings):
+def _chunks(path, warnings, chunk_size=CHUNK):
     """Yield decompressed byte chunks of one input, warning (not failing) on a cut stream."""
-    raw = _open_binary(path)
     try:
+        raw = _open_binary(path)
         head = raw.read(6)
+    except OSError as exc:
+        # Opened but unreadable (EIO, a vanished mount): nothing to diagnose at all.
+        raise InputError(f"{display_name(path)}: {exc.strerror or exc}") from None
+    try:
         kind = _sniff(head)
         stream = _Peeked(head, raw)
         if kind == "gzip":
@@ -128,7 +132,7 @@ def _chunks(path, warnings):
             # Re-encode to UTF-8 so the line splitter below stays byte-based.
             decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
             while True:
-                block = stream.read(CHUNK)
+                block = stream.read(chunk_size)
                 text = decoder.decode(block, final=not block)
                 if text:
                     yield text.encode("utf-8")
@@ -139,11 +143,11 @@ def _chunks(path, warnings):
         read = getattr(stream, "read1", stream.read)
         while True:
             try:
-                block = read(CHUNK)
+                block = read(chunk_size)
             except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+                what = "compressed stream ends early" if kind else "read failed"
                 warnings.add("truncated_input",
-                             f"{display_name(path)}: compressed stream ends early ({exc}); "
-                             "diagnosed what could be read")
+                             f"{display_name(path)}: {what} ({exc}); diagnosed what could be read")
                 return
             if not block:
                 return
@@ -163,13 +167,12 @@ def _decode(line_bytes, source, warnings):
     return text
 
 
-def read_lines(path, warnings):
-    """Yield RawLine for every line of `path` ('-' is stdin); bytes never stop the scan."""
-    source = display_name(path)
+def split_lines(chunks, source, warnings):
+    """Yield RawLines from byte chunks; where the chunks are cut never changes the lines."""
     pending = bytearray()
     skipping = False  # inside the remainder of an over-long line
     lineno = 0
-    for block in _chunks(path, warnings):
+    for block in chunks:
         start = 0
         while True:
             nl = block.find(b"\n", start)
@@ -193,3 +196,8 @@ def read_lines(path, warnings):
     if pending or skipping:
         lineno += 1
         yield RawLine(source, lineno, _decode(bytes(pending), source, warnings))
+
+
+def read_lines(path, warnings, chunk_size=CHUNK):
+    """Yield RawLine for every line of `path` ('-' is stdin); bytes never stop the scan."""
+    return split_lines(_chunks(path, warnings, chunk_size), display_name(path), warnings)

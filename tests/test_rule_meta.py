@@ -9,6 +9,7 @@ from classifier.taxonomy import CATEGORIES
 
 
 def test_builtin_rules_load_cleanly():
+    # check_builtin also runs every regex against the adversarial inputs (no backtracking blow-up).
     rules = load_rules(check_builtin=True)
     assert rules.rules, "no rules loaded"
 
@@ -62,3 +63,44 @@ def test_bad_rule_file_reports_every_problem_with_location(tmp_path):
         assert needle in text, needle
     role_line = [p for p in problems if "role must be" in p][0]
     assert role_line.split(":")[1] == "10", role_line
+
+
+GOOD_USER_RULE = """\
+category: disk_full
+layer: env
+title: t
+checklist: c
+remediation: ["r"]
+references: ["u"]
+rules:
+  - id: disk_full.site
+    title: t
+    keywords: ["quota"]
+    patterns: ['{pattern}']
+    examples:
+      match: ["quota aaab", "x quota ab", "quota aaaaab y"]
+      no_match: ["quota", "nothing"]
+"""
+
+
+def test_catastrophic_user_pattern_is_rejected_at_load(tmp_path):
+    (tmp_path / "disk_full.yaml").write_text(GOOD_USER_RULE.format(pattern="quota (a+)+b"))
+    with pytest.raises(RuleError) as err:
+        load_rules([tmp_path])
+    assert "backtrack" in err.value.problems[0] and ":11:" in err.value.problems[0]
+
+
+def test_rules_lint_and_test_cli_on_a_user_directory(tmp_path):
+    import subprocess
+    import sys
+    from conftest import ROOT
+    (tmp_path / "disk_full.yaml").write_text(GOOD_USER_RULE.format(pattern="quota a+b"))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "classifier", "rules", *a, str(tmp_path)],
+                                    capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run("lint").returncode == 0
+    tested = run("test")
+    assert tested.returncode == 0 and " 0 failed" in tested.stdout
+    # An example that no longer holds is reported with the file, and the exit code says so.
+    (tmp_path / "disk_full.yaml").write_text(GOOD_USER_RULE.format(pattern="quota a+c"))
+    tested = run("test")
+    assert tested.returncode == 1 and "disk_full.yaml" in tested.stdout and "must match" in tested.stdout
