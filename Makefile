@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := examples/zero3_oom_rank3_of_16.log
 
-.PHONY: demo test install install-test model eval clean
+.PHONY: demo test install install-test model corpus eval clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ test: install-test
 # Retrain the fallback model on corpus/ (deterministic) and write classifier/model.json.
 model: install-test
 	$(BIN)/python -m classifier.train
+
+# Rerun every real-run scenario (torch + DeepSpeed on CPU, ~10 min) and rewrite their logs.
+corpus: install-test
+	$(BIN)/python corpus/generate/run.py --python $(abspath $(BIN))/python --all
 
 eval: install
 	$(BIN)/dsdiag eval corpus/

@@ -51,6 +51,8 @@ SCRUB = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCA
 # signature: regexes, each must match at least one log line; every matching line is evidence,
 #            unless `evidence` (regexes) is given: then only lines matching those are evidence.
 # expect: "fail" (non-zero exit) or "ok" (exit 0).
+# xfail: a reason, written to the sidecar, when dsdiag is known to get the case wrong
+#        (tests/test_corpus.py runs such a case as a strict xfail).
 # setup: names of context managers below (listen_port, tmpfs, cext, fresh_ext, nocxx_path).
 
 DS = ["{ds}", "--num_gpus", "2", "--master_port", "{port}"]
@@ -69,10 +71,10 @@ SCENARIOS = []
 
 
 def scenario(name, category, family, cmd, signature, expect="fail", env=None, setup=(),
-             timeout=DEFAULT_TIMEOUT, note="", evidence=None):
+             timeout=DEFAULT_TIMEOUT, note="", evidence=None, xfail=""):
     SCENARIOS.append(dict(name=name, category=category, family=family, cmd=cmd,
                           signature=signature, expect=expect, env=env or {}, setup=tuple(setup),
-                          timeout=timeout, note=note, evidence=evidence))
+                          timeout=timeout, note=note, evidence=evidence, xfail=xfail))
 
 
 def ds_train(cfg, *extra):
@@ -262,6 +264,8 @@ scenario("dev_autodetect_cpu_one_rank_ds", "device_visibility", "accelerator_not
          [r"Setting accelerator to CPU\. If you have GPU or other accelerator, we were unable to detect it",
           r"dist_world_size=1", r"8 != 4 \* 1 \* 1"], env={"DS_ACCELERATOR": None}, timeout=60,
          evidence=[r"we were unable to detect it", r"dist_world_size=1"],
+         xfail="dsdiag answers batch_size_mismatch (the 8 != 4 * 1 * 1 assertion the missed devices cause); "
+               "the cause is the accelerator fallback warning and dist_world_size=1 before it",
          note="launcher without DS_ACCELERATOR or --num_gpus: no GPU detected, one rank started, and the batch "
               "arithmetic written for 2 ranks fails")
 scenario("dev_include_missing_slot_ds", "device_visibility", "missing_launcher_slot",
@@ -291,7 +295,8 @@ scenario("ok_zero_opt_key_ignored_ds", "none", "healthy_silent_key",
          note="top-level `zero_opt` (not zero_optimization) is silently ignored; the run is healthy")
 scenario("ok_warmuplr_defaults_ds", "none", "healthy_scheduler_defaults",
          DS + ds_train("warmuplr_defaults.json"), [r"rank [01] done"], expect="ok",
-         note="WarmupLR with no params: warmup_num_steps defaults to 1000, the lr stays near 0")
+         note="WarmupLR with no params: warmup_num_steps defaults to 1000, so after 3 steps the lr is still "
+              "~1.6e-4 of the 1e-3 it is meant to reach")
 scenario("ok_autodetect_cpu_num_gpus_ds", "none", "healthy_autodetect_cpu",
          DS + ds_train("ok.json"), [r"rank [01] done"], expect="ok", env={"DS_ACCELERATOR": None},
          note="launcher without DS_ACCELERATOR but with --num_gpus 2: DeepSpeed warns that it fell back "
@@ -337,8 +342,7 @@ def setup_tmpfs(ctx):
 
 @contextlib.contextmanager
 def setup_cext(ctx):
-    import sysconfig  # noqa: F401  (the include dir must be the job python's, asked below)
-    py = ctx["py"]
+    py = ctx["py"]  # the include dir and suffix must be the job python's
     inc = subprocess.run([py, "-c", "import sysconfig;print(sysconfig.get_paths()['include'])"],
                          check=True, capture_output=True, text=True).stdout.strip()
     suffix = subprocess.run([py, "-c", "import sysconfig;print(sysconfig.get_config_var('EXT_SUFFIX'))"],
@@ -513,6 +517,8 @@ def run_one(sc, py, vers, out_root, keep_failed):
         meta.append(f"setup: [{', '.join(sc['setup'])}]")
     if sc["note"]:
         meta.append(f"note: {yaml_str(sc['note'])}")
+    if sc["xfail"]:
+        meta.append(f"xfail: {yaml_str(sc['xfail'])}")
     (dest / f"{sc['name']}.yaml").write_text("\n".join(meta) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     print(f"{status:6} {sc['name']:42} [{sc['category']}] rc={rc} {elapsed:5.1f}s "
