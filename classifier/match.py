@@ -16,6 +16,11 @@ _AHEAD = 2
 # Window shapes around the keyword line i, as (first, last) offsets, tried in order.
 _WINDOWS = ((0, 0), (0, 1), (0, 2), (-1, 0), (-1, 1), (-2, 0))
 
+# Python tracebacks echo the source line that raised, and that source often holds the very
+# message a rule looks for (`raise RuntimeError("... version mismatch ...")`). The exception
+# line below it is the evidence; a match never starts on such a code line.
+_CODE_LINE = re.compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|f?["']""")
+
 
 class Hit:
     """One rule firing: the lines its match spans and the values it captured."""
@@ -159,11 +164,15 @@ def scan(lines, index, on_line=None, warnings=None):
 
     def process(i):
         line = buf[i]
+        if _CODE_LINE.match(line.msg):
+            return
         for rule in index.rules_for(line.msg):
             found = _window_match(rule, buf, i, warnings)
             if found is None:
                 continue
             span, m, text = found
+            if span[0] is not line and _CODE_LINE.match(span[0].msg):
+                continue
             key = (rule.id, span[0].source, span[0].lineno)
             if key in seen:
                 continue

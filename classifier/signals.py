@@ -18,7 +18,9 @@ _OTHER_FAILURE = re.compile(
     r"Traceback \(most recent call last\)|terminate called after throwing|Segmentation fault"
     r"|core dumped|Fatal Python error|exits with return code = -?[1-9]|failed \(exitcode: -?[1-9]"
     r"|exit(?:ed with)? (?:code|status):? -?[1-9]|^Killed$|^Aborted|srun: error:|FAILED\b"
-    r"|\bF\d{4} \d\d:\d\d:\d\d")
+    r"|\bF\d{4} \d\d:\d\d:\d\d"
+    # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
+    r"|^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)")
 _ROOT_CAUSE = "Root Cause (first observed failure)"
 MAX_EXCEPTIONS = 256
 _ROOT_FIELD = re.compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
