@@ -91,6 +91,8 @@ def diagnose_job(paths, rules=None, chunk_size=None):
         if _symptom_overruled(winner, collector.hits, signals, unexplained):
             winner = None
     result = {"schema_version": SCHEMA_VERSION}
+    if winner is None and signals.survived():
+        signals.failed = False
     if winner is None:
         guess = _model_guess(region, rules) if signals.failed else None
         result.update(guess or _no_rule_result(signals, unexplained))

@@ -21,6 +21,10 @@ _OTHER_FAILURE = re.compile(
     r"|\bF\d{4} \d\d:\d\d:\d\d"
     # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
     r"|^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)")
+# Lines only a job that finished prints. A failure marker followed by one of these in the same
+# file was survived (a caught exception, a retried upload), not fatal.
+_SUCCESS = re.compile(r"Process \d+ exits successfully|'train_runtime':|\btrain_runtime\s+=|"
+                      r"Training completed\. Do not forget")
 _ROOT_CAUSE = "Root Cause (first observed failure)"
 MAX_EXCEPTIONS = 256
 _ROOT_FIELD = re.compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
@@ -39,6 +43,8 @@ class FailureSignals:
         self._root_left = 0
         self.last_lineno = {}          # source -> number of its last non-empty line
         self.exceptions = []           # the first real (non-echo) exception lines, bounded
+        self._last_failure = {}        # source -> line number of its last failure marker
+        self._last_success = {}        # source -> line number of its last success marker
 
     def feed(self, line):
         """Inspect one normalised line."""
@@ -58,9 +64,14 @@ class FailureSignals:
         if _ROOT_CAUSE in msg:
             self._root_left = 8
             self.failed = True
+            self._last_failure[line.source] = line.lineno
+            return
+        if _SUCCESS.search(msg):
+            self._last_success[line.source] = line.lineno
             return
         if _EXCEPTION.match(msg):
             self.failed = True
+            self._last_failure[line.source] = line.lineno
             if _ECHO.search(msg):
                 self.last_echo = line
             else:
@@ -70,6 +81,12 @@ class FailureSignals:
         elif _OTHER_FAILURE.search(msg):
             self.failed = True
             self.last_marker = line
+            self._last_failure[line.source] = line.lineno
+
+    def survived(self):
+        """True when every file that shows a failure ends with a success marker after it."""
+        return bool(self._last_failure) and all(
+            self._last_success.get(src, 0) > lineno for src, lineno in self._last_failure.items())
 
     def final_error(self):
         """The line that best states the failure when no rule explains it."""

@@ -113,3 +113,16 @@ def test_weak_symptom_followed_by_healthy_progress_is_none(tmp_path):
     lines = [retry] * 3 + [f"[INFO] step={i}, loss=2.{i}" for i in range(30)]
     code, d = diagnose_json(_write(tmp_path, "ok.log", lines))
     assert (code, d["category"]) == (1, "none")
+
+
+def test_an_exception_the_job_survived_is_not_a_failure(tmp_path):
+    lines = ["Traceback (most recent call last):", '  File "cb.py", line 4, in on_log',
+             "requests.exceptions.ConnectionError: upload failed, retrying",
+             "{'loss': 1.2, 'epoch': 1.0}",
+             "{'train_runtime': 589.1, 'train_samples_per_second': 43.45, 'epoch': 1.0}",
+             "[2024-01-02 10:03:54,868] [INFO] [launch.py:347:main] Process 3310 exits successfully."]
+    code, d = diagnose_json(_write(tmp_path, "ok.log", lines))
+    assert (code, d["category"]) == (1, "none")
+    # The same exception as the last word of the log is a failure.
+    code, d = diagnose_json(_write(tmp_path, "bad.log", lines[3:5] + lines[:3]))
+    assert (code, d["category"]) == (1, "unknown")
