@@ -21,10 +21,15 @@ from .signals import FailureSignals
 SCHEMA_VERSION = 1
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
 _FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d+)(?:\D|$)", re.IGNORECASE)
+# torchrun --log-dir: attempt_0/<local rank>/{stdout,stderr}.log (older: .../<rank>/error.json)
+_LOGDIR_RANK = re.compile(r"(?:^|/)(\d+)/(?:stdout|stderr)\.log$")
 
 
 def rank_from_path(path):
-    """Infer a rank from a per-rank file name (`rank3.log`, `log_rank_3.txt`), else None."""
+    """Infer a rank from a per-rank file path (`rank3.log`, `attempt_0/3/stderr.log`), else None."""
+    m = _LOGDIR_RANK.search(path.replace(os.sep, "/"))
+    if m:
+        return int(m.group(1))
     m = _FILE_RANK.search(os.path.basename(path))
     return int(m.group(1)) if m else None
 
