@@ -10,7 +10,7 @@ import re
 from . import taxonomy
 from .match import KeywordIndex, scan
 from .normalize import normalize
-from .reader import Warnings, check_readable, read_lines
+from .reader import Warnings, _chunks, check_readable, display_name, read_lines
 from .remediation import derive_facts, remediation_for
 from .rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order, merged_facts,
                         pick_root_cause)
@@ -39,6 +39,30 @@ def _evidence_json(lines):
             for line in lines]
 
 
+SELECT_ABOVE = 32 << 20  # inputs bigger than this go through the prefilter (prefilter.py)
+
+
+def _finder_for(rules, engine="auto"):
+    from .prefilter import SIGNAL_LITERALS, make_finder
+    cache = rules.__dict__.setdefault("_finders", {})
+    if engine not in cache:
+        literals = {k for rule in rules.rules for k in rule.keywords} | set(SIGNAL_LITERALS)
+        cache[engine] = make_finder(literals, engine)
+    return cache[engine]
+
+
+def _raw_lines(path, warnings, rules, chunk_size, select):
+    """The input's lines: all of them, or for a big file only those the prefilter selects."""
+    if select is None:
+        select = path != "-" and os.path.isfile(path) and os.path.getsize(path) > SELECT_ABOVE
+    if not select:
+        return read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
+    from .prefilter import BIG_CHUNK, select_lines
+    finder = _finder_for(rules, select if isinstance(select, str) else "auto")
+    return select_lines(_chunks(path, warnings, chunk_size or BIG_CHUNK), display_name(path),
+                        warnings, finder)
+
+
 def _index_for(rules):
     index = getattr(rules, "_keyword_index", None)
     if index is None:
@@ -64,8 +88,12 @@ def _finding(category, hits, rules, ranks_seen):
     }, rule
 
 
-def diagnose_job(paths, rules=None, chunk_size=None):
-    """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict."""
+def diagnose_job(paths, rules=None, chunk_size=None, select=None):
+    """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict.
+
+    `select` forces the prefilter on (True, or an engine name 'hyperscan' / 're') or off
+    (False); by default it runs for files over SELECT_ABOVE bytes.
+    """
     rules = rules or default_rules()
     index = _index_for(rules)
     for path in paths:
@@ -84,8 +112,8 @@ def diagnose_job(paths, rules=None, chunk_size=None):
 
     for i, path in enumerate(paths):
         file_rank = rank_from_path(path) if path != "-" else None
-        raw = read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
-        lines = normalize(raw, index=i, file_rank=file_rank)
+        lines = normalize(_raw_lines(path, warnings, rules, chunk_size, select), index=i,
+                          file_rank=file_rank)
         for hit in scan(lines, index, on_line, warnings):
             collector.add(hit)
 

@@ -184,9 +184,16 @@ def scan(lines, index, on_line=None, warnings=None):
             facts = {k: v.strip() for k, v in m.groupdict().items() if v and v.strip()}
             yield Hit(rule, span, facts)
 
+    last = None
     for line in lines:
         if on_line is not None:
             on_line(line)
+        if last is not None and line.lineno != last.lineno + 1:
+            # The prefilter skipped lines here: finish the old stretch, never join across.
+            for i in range(max(0, len(buf) - _AHEAD), len(buf)):
+                yield from process(i)
+            buf.clear()
+        last = line
         buf.append(line)
         if len(buf) > keep:
             buf.popleft()

@@ -1,0 +1,206 @@
+"""Stage 1b, for big inputs: pick the lines worth normalising, at grep speed.
+
+A gigabyte job log is almost all healthy chatter. Instead of normalising every line, one pass
+over large chunks finds the lines that hold a rule keyword or a failure/success marker, and
+only those lines — with the neighbours a rule may look at (the windows and `context`) — plus
+the head (where every rank announces itself) and the tail (where the failure region is) go
+on down the pipeline. The literal search is Hyperscan where its wheel is installed and a
+trie-shaped `re` alternation otherwise; both select exactly the same lines.
+"""
+
+from collections import deque
+
+from .match import CONTEXT_LINES, trie_regex
+from .reader import MAX_LINE, RawLine, _decode
+
+BIG_CHUNK = 4 << 20         # big enough that per-chunk work vanishes, small for memory
+BEFORE = CONTEXT_LINES + 2   # a rule's context and its two-line-back window
+AFTER = 10                   # windows ahead, and torchelastic's root-cause block below its title
+HEAD = 2000                  # every rank's start-up lines: who took part in the job
+TAIL = 200                   # the failure region
+
+# Literals for the failure signals (signals.py, region.py): a line holding none of these, and
+# no rule keyword, changes no signal.
+SIGNAL_LITERALS = (
+    "error", "exception", "interrupt", "exit", "failure", "fault", "traceback", "terminate called",
+    "core dumped", "killed", "aborted", "failed", "root cause", "exits successfully",
+    "train_runtime", "training completed",
+)
+
+
+class PurePythonFinder:
+    """Line starts of lines holding any literal, via one trie-shaped `re` pattern."""
+
+    name = "re"
+
+    def __init__(self, literals):
+        import re
+        self._pattern = re.compile(trie_regex(sorted(literals)).encode("utf-8"))
+
+    def line_starts(self, chunk):
+        """Sorted offsets of the starts of lines in `chunk` that hold a literal."""
+        low = chunk.lower()
+        out, last = [], -1
+        for m in self._pattern.finditer(low):
+            start = low.rfind(b"\n", 0, m.start()) + 1
+            if start != last:
+                out.append(start)
+                last = start
+        return out
+
+
+class HyperscanFinder:
+    """The same line starts, from Hyperscan's literal matcher (all literals in one pass)."""
+
+    name = "hyperscan"
+
+    def __init__(self, literals):
+        import hyperscan
+        import re
+        literals = sorted(literals)
+        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._db.compile(expressions=[re.escape(lit).encode("utf-8") for lit in literals],
+                         ids=list(range(len(literals))), elements=len(literals),
+                         flags=[hyperscan.HS_FLAG_CASELESS] * len(literals))
+
+    def line_starts(self, chunk):
+        """Sorted offsets of the starts of lines in `chunk` that hold a literal."""
+        ends = []
+        self._db.scan(chunk, match_event_handler=lambda _id, _from, to, _flags, _ctx: ends.append(to))
+        starts = sorted({chunk.rfind(b"\n", 0, end - 1) + 1 for end in ends})
+        return starts
+
+
+def make_finder(literals, engine="auto"):
+    """The fastest finder available ('auto'), or the one named ('hyperscan' / 're')."""
+    literals = {lit.lower() for lit in literals}
+    if engine in ("auto", "hyperscan"):
+        try:
+            return HyperscanFinder(literals)
+        except ImportError:
+            if engine == "hyperscan":
+                raise
+    return PurePythonFinder(literals)
+
+
+def _line_spans(chunk, start, count, forward):
+    """Offsets (start, end) of `count` lines from the line starting at `start`, either way."""
+    spans = []
+    pos = start
+    if forward:
+        for _ in range(count):
+            if pos >= len(chunk):
+                break
+            nl = chunk.find(b"\n", pos)
+            spans.append((pos, nl))
+            pos = nl + 1
+    else:
+        for _ in range(count):
+            if pos <= 0:
+                break
+            prev = chunk.rfind(b"\n", 0, pos - 1) + 1
+            spans.append((prev, pos - 1))
+            pos = prev
+        spans.reverse()
+    return spans
+
+
+class _Selector:
+    """Chooses and emits the lines of one input in order, each once, with true line numbers."""
+
+    def __init__(self, source, warnings, finder):
+        self.source = source
+        self.warnings = warnings
+        self.finder = finder
+        self.base = 0               # lines before the current chunk
+        self.emitted = 0            # highest line number already emitted
+        self.owed = 0               # lines still owed from the start of the next chunk
+        self.recent = deque(maxlen=max(BEFORE, TAIL))  # (lineno, bytes) of the last chunk's end
+
+    def _line(self, lineno, data):
+        if len(data) > MAX_LINE:
+            data = data[:MAX_LINE]
+            self.warnings.add("line_truncated", f"{self.source}: lines over {MAX_LINE // 1024} KiB truncated")
+        self.emitted = lineno
+        return RawLine(self.source, lineno, _decode(data, self.source, self.warnings))
+
+    def chunk(self, chunk):
+        """Yield the selected RawLines of a chunk that ends with a newline."""
+        starts = self.finder.line_starts(chunk)
+        # The head, and lines owed by a segment that ran past the previous chunk's end.
+        wanted = _line_spans(chunk, 0, max(self.owed, HEAD - self.base), True)
+        self.owed = 0
+        counted, counted_at = 0, 0
+        need_back = 0  # lines wanted from before this chunk (kept in self.recent)
+        for start in starts:
+            counted += chunk.count(b"\n", counted_at, start)
+            counted_at = start
+            if counted < BEFORE:
+                need_back = max(need_back, BEFORE - counted)
+            wanted.extend(_line_spans(chunk, start, BEFORE, False))
+            ahead = _line_spans(chunk, start, AFTER + 1, True)
+            wanted.extend(ahead)
+            if len(ahead) < AFTER + 1:
+                self.owed = max(self.owed, AFTER + 1 - len(ahead))
+        # Lines from the end of the previous chunk that a segment here reaches back to.
+        if need_back:
+            for lineno, data in list(self.recent)[-need_back:]:
+                if lineno > self.emitted:
+                    yield self._line(lineno, data)
+        lines_before = 0
+        last_pos = 0
+        for s, e in sorted(set(wanted)):
+            lines_before += chunk.count(b"\n", last_pos, s)
+            last_pos = s
+            lineno = self.base + lines_before + 1
+            if lineno > self.emitted:
+                yield self._line(lineno, chunk[s:e])
+        total = chunk.count(b"\n")
+        tail_spans = _line_spans(chunk, len(chunk), min(total, self.recent.maxlen), False)
+        first_tail = self.base + total - len(tail_spans) + 1
+        for k, (s, e) in enumerate(tail_spans):
+            self.recent.append((first_tail + k, chunk[s:e]))
+        self.base += total
+
+    def finish(self):
+        """Yield the tail lines not yet emitted."""
+        for lineno, data in list(self.recent)[-TAIL:]:
+            if lineno > self.emitted:
+                yield self._line(lineno, data)
+
+
+def select_lines(chunks, source, warnings, finder, chunk_bytes=BIG_CHUNK):
+    """Yield the RawLines of an input worth diagnosing, from its byte chunks."""
+    selector = _Selector(source, warnings, finder)
+    pending = bytearray()
+    overlong = False  # dropping the rest of a line past MAX_LINE
+    for block in chunks:
+        if overlong:
+            nl = block.find(b"\n")
+            if nl < 0:
+                continue
+            block = block[nl:]   # keep the newline: it ends the truncated line in `pending`
+            overlong = False
+        pending += block
+        if len(pending) < chunk_bytes:
+            last_nl = pending.rfind(b"\n")
+            if last_nl < 0 and len(pending) > MAX_LINE:
+                del pending[MAX_LINE:]
+                overlong = True
+                selector.warnings.add("line_truncated",
+                                      f"{source}: lines over {MAX_LINE // 1024} KiB truncated")
+            continue
+        cut = pending.rfind(b"\n") + 1
+        if cut == 0:
+            del pending[MAX_LINE:]
+            overlong = True
+            continue
+        with memoryview(pending) as view:
+            chunk = bytes(view[:cut])   # one copy, not two
+        del pending[:cut]
+        yield from selector.chunk(chunk)
+    if pending:
+        if not pending.endswith(b"\n"):
+            pending += b"\n"
+        yield from selector.chunk(bytes(pending))
+    yield from selector.finish()

@@ -1,0 +1,100 @@
+"""The big-input prefilter: Hyperscan and pure Python pick the same lines, and a diagnosis
+through the prefilter equals the line-by-line one, across chunk boundaries."""
+
+import random
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from classifier.diagnose import _finder_for, diagnose_job
+from classifier.prefilter import PurePythonFinder, select_lines
+from classifier.reader import Warnings, read_lines
+from classifier.rules import default_rules
+from conftest import DEMO, LOGS, ROOT
+from noise import healthy_lines
+
+RULES = default_rules()
+LITERALS = {k for r in RULES.rules for k in r.keywords}
+hyperscan = pytest.importorskip("hyperscan", reason="installed with dsdiag on Linux x86_64")
+
+
+def _both():
+    from classifier.prefilter import HyperscanFinder
+    return HyperscanFinder(LITERALS), PurePythonFinder(LITERALS)
+
+
+WORDS = st.sampled_from(sorted(LITERALS)[:200] + ["noise", "NCCL INFO", "\n", "\n", " ", "ÄÖ", "\r"])
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(parts=st.lists(st.one_of(WORDS, st.text(max_size=20)), max_size=40),
+       upper=st.booleans())
+def test_hyperscan_and_pure_python_select_the_same_lines(parts, upper):
+    text = "".join(parts)
+    data = (text.upper() if upper else text).encode("utf-8") + b"\n"
+    fast, pure = _both()
+    assert fast.line_starts(data) == pure.line_starts(data)
+
+
+def _noisy_job(tmp_path, failure_at, total=30000):
+    lines = list(healthy_lines(total, seed=3))
+    demo = DEMO.read_text().splitlines()
+    lines[failure_at:failure_at] = demo
+    path = tmp_path / "big.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("failure_at", [0, 15000, 29990])
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_prefiltered_diagnosis_equals_the_full_one(tmp_path, failure_at, engine):
+    path = _noisy_job(tmp_path, failure_at)
+    full = diagnose_job([str(path)], select=False)
+    fast = diagnose_job([str(path)], select=engine)
+    assert fast == full
+    assert full["category"] == "gpu_oom"
+
+
+@pytest.mark.parametrize("chunk_bytes", [700, 4096, 65536])
+def test_chunk_boundaries_never_lose_or_repeat_a_selected_line(tmp_path, chunk_bytes):
+    path = _noisy_job(tmp_path, 12000, total=16000)
+    finder = _finder_for(RULES, "re")
+    w = Warnings()
+    chunks = (path.read_bytes()[i:i + 333] for i in range(0, path.stat().st_size, 333))
+    picked = [(r.lineno, r.text) for r in select_lines(chunks, "x", w, finder, chunk_bytes)]
+    numbers = [n for n, _ in picked]
+    assert numbers == sorted(set(numbers))  # in order, each once
+    everything = {r.lineno: r.text for r in read_lines(str(path), Warnings())}
+    assert all(everything[n] == text for n, text in picked)  # true numbers, true text
+    flagged = {n for n, text in everything.items()
+               if any(k in text.lower() for k in LITERALS | {"error", "traceback", "exits"})}
+    assert {n for n in flagged if 12000 < n < 12300} <= set(numbers)  # the failure's lines
+    assert max(numbers) == max(everything)  # the tail
+
+
+def test_realistic_logs_through_the_prefilter(tmp_path):
+    for log in sorted(LOGS.glob("*.log")):
+        assert diagnose_job([str(log)], select="hyperscan") == diagnose_job([str(log)], select=False)
+
+
+def test_without_the_wheel_the_pure_python_finder_is_used():
+    probe = ("import sys\nclass Block:\n    def find_spec(self, name, path=None, target=None):\n"
+             "        if name == 'hyperscan': raise ImportError('blocked')\n"
+             "sys.meta_path.insert(0, Block())\n"
+             "from classifier.diagnose import _finder_for\nfrom classifier.rules import default_rules\n"
+             "print(_finder_for(default_rules()).name)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.stdout.strip() == "re", out.stderr
+
+
+def test_big_file_takes_the_prefilter_by_default(tmp_path, monkeypatch):
+    import classifier.diagnose as diag
+    path = _noisy_job(tmp_path, 100, total=3000)
+    monkeypatch.setattr(diag, "SELECT_ABOVE", 1000)
+    calls = []
+    real = diag._finder_for
+    monkeypatch.setattr(diag, "_finder_for", lambda *a: calls.append(a) or real(*a))
+    assert diagnose_job([str(path)])["category"] == "gpu_oom" and calls
