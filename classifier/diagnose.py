@@ -88,7 +88,7 @@ def _finding(category, hits, rules, ranks_seen):
     }, rule
 
 
-def diagnose_job(paths, rules=None, chunk_size=None, select=None):
+def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True):
     """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict.
 
     `select` forces the prefilter on (True, or an engine name 'hyperscan' / 're') or off
@@ -127,7 +127,7 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None):
     if winner is None and signals.survived():
         signals.failed = False
     if winner is None:
-        guess = _model_guess(region, rules) if signals.failed else None
+        guess = _model_guess(region, rules) if signals.failed and use_model else None
         result.update(guess or _no_rule_result(signals, unexplained))
     else:
         groups = group_by_category(collector.hits, winner)

@@ -11,7 +11,9 @@ import re
 # `AssertionError`; the dotted module path is optional.
 _EXCEPTION = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure|Fault)|Exception)"
-    r"(?::\s|:$|$)")
+    r"(?::\s|:$|$)"
+    # a class from a package module, whatever its name: `deepspeed.elasticity.config.Elasticity...: `
+    r"|^(?:[a-z_]\w*\.){2,}[A-Z]\w+: ")
 # Launchers re-raise a child's failure under their own name; these are echoes, not causes.
 _ECHO = re.compile(r"ChildFailedError|CalledProcessError|SystemExit|SignalException")
 _OTHER_FAILURE = re.compile(

@@ -18,17 +18,25 @@ from .region import region_of_files, region_text
 
 MAX_FEATURES = 3000
 FOLDS = 5
-TARGET_PRECISION = 0.9   # of the model's answers above the threshold, out of fold
+MAX_FALSE_ALARM = 0.05   # of unknown/none cases the model may call a category, out of fold
 QUIET = ("unknown", "none")
 
 
-def load_corpus(root):
-    """Return (texts, labels, groups) for every labelled case under `root`."""
-    texts, labels, groups = [], [], []
+def load_corpus(root, with_rule_outcome=False):
+    """Return (texts, labels, groups[, reaches_model]) for every labelled case under `root`.
+
+    `reaches_model` marks the cases the fallback model would see: a failure no rule explains.
+    """
+    from .diagnose import diagnose_job
+    texts, labels, groups, reaches = [], [], [], []
     for log, meta in find_cases(root):
         texts.append(region_text(region_of_files([str(log)])))
         labels.append(meta["label"])
         groups.append(str(meta.get("family") or log.stem))
+        if with_rule_outcome:
+            reaches.append(diagnose_job([str(log)], use_model=False)["category"] == "unknown")
+    if with_rule_outcome:
+        return texts, labels, groups, reaches
     return texts, labels, groups
 
 
@@ -60,20 +68,29 @@ def cross_validate(texts, labels, groups):
     return oof
 
 
-def calibrate(oof, labels):
-    """Lowest threshold whose out-of-fold answers (a failure category) are TARGET_PRECISION right."""
-    answers = sorted(((p, pred == gold) for (pred, p), gold in zip(oof, labels)
-                      if pred not in QUIET), reverse=True)
-    best, right = 1.0, 0
-    for n, (p, ok) in enumerate(answers, 1):
-        right += ok
-        if right / n >= TARGET_PRECISION:
-            best = p
-    return round(best, 4)
+def calibrate(oof, labels, reaches):
+    """The threshold for the cases the model really sees (failures no rule explains).
+
+    Among those, answering a case labelled unknown/none is a false alarm. The threshold is the
+    one that maximises right answers minus wrong ones and false alarms, out of fold, while
+    false alarms stay under MAX_FALSE_ALARM of the unknown/none cases; 1.0 (never answer)
+    when no threshold does better than silence.
+    """
+    seen = [(pred, p, gold) for (pred, p), gold, r in zip(oof, labels, reaches) if r]
+    quiet = sum(gold in QUIET for _, _, gold in seen) or 1
+    best, best_score = 1.0, 0
+    for t in sorted({round(p, 4) for _, p, _ in seen}):
+        answered = [(pred, gold) for pred, p, gold in seen if p >= t and pred not in QUIET]
+        right = sum(pred == gold for pred, gold in answered)
+        alarms = sum(gold in QUIET for _, gold in answered)
+        score = right - (len(answered) - right) - alarms
+        if alarms / quiet <= MAX_FALSE_ALARM and score > best_score:
+            best, best_score = t, score
+    return best
 
 
-def report(oof, labels, threshold, out):
-    """Print the honest (held-out family) scores of the model alone."""
+def report(oof, labels, reaches, threshold, out):
+    """Print the honest (held-out family) scores: the model alone, and where it is used."""
     n = len(labels)
     plain = sum(pred == gold for (pred, _), gold in zip(oof, labels))
     gated = [(pred if p >= threshold and pred not in QUIET else "unknown", gold)
@@ -81,9 +98,15 @@ def report(oof, labels, threshold, out):
     answered = [(pred, gold) for pred, gold in gated if pred != "unknown"]
     quiet = [pred for pred, gold in gated if gold in QUIET]
     out.write(f"held-out-family CV over {n} cases: argmax accuracy {plain / n:.1%}\n")
-    out.write(f"threshold {threshold}: answers {len(answered)} cases, precision "
+    out.write(f"threshold {threshold}, all cases: answers {len(answered)}, precision "
               f"{sum(a == b for a, b in answered) / max(1, len(answered)):.1%}; "
               f"none/unknown called a failure {sum(q != 'unknown' for q in quiet) / max(1, len(quiet)):.1%}\n")
+    seen = [(g, gold) for (g, gold), r in zip(gated, reaches) if r]
+    fixed = sum(g == gold != "unknown" for g, gold in seen)
+    broke = sum(g != gold and gold in QUIET for g, gold in seen)
+    wrong = sum(g != gold and gold not in QUIET and g != "unknown" for g, gold in seen)
+    out.write(f"where the model is used ({len(seen)} failures no rule explains): right answers "
+              f"{fixed}, wrong category {wrong}, unknown/none called a failure {broke}\n")
 
 
 def export(vec, clf, threshold):
@@ -107,10 +130,10 @@ def main(argv=None):
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "model.json"))
     p.add_argument("--cv-only", action="store_true")
     args = p.parse_args(argv)
-    texts, labels, groups = load_corpus(args.corpus)
+    texts, labels, groups, reaches = load_corpus(args.corpus, with_rule_outcome=True)
     oof = cross_validate(texts, labels, groups)
-    threshold = calibrate(oof, labels)
-    report(oof, labels, threshold, sys.stdout)
+    threshold = calibrate(oof, labels, reaches)
+    report(oof, labels, reaches, threshold, sys.stdout)
     if args.cv_only:
         return 0
     vec, clf = make_pipeline()
