@@ -194,6 +194,8 @@ def select_lines(chunks, source, warnings, finder, chunk_bytes=BIG_CHUNK):
         if cut == 0:
             del pending[MAX_LINE:]
             overlong = True
+            selector.warnings.add("line_truncated",
+                                  f"{source}: lines over {MAX_LINE // 1024} KiB truncated")
             continue
         with memoryview(pending) as view:
             chunk = bytes(view[:cut])   # one copy, not two

@@ -10,6 +10,7 @@ import codecs
 import gzip
 import lzma
 import os
+import stat
 import sys
 import zlib
 
@@ -73,8 +74,12 @@ def check_readable(path):
     if os.path.isdir(path):
         raise InputError(f"{path}: is a directory")
     try:
-        with open(path, "rb"):
-            pass
+        if stat.S_ISREG(os.stat(path).st_mode):
+            with open(path, "rb"):
+                pass
+        elif not os.access(path, os.R_OK):
+            # Opening a FIFO to test it would block, and consume its writer's only connection.
+            raise PermissionError(13, "Permission denied")
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
 
