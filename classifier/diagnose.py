@@ -52,15 +52,33 @@ def _finder_for(rules, engine="auto"):
 
 
 def _raw_lines(path, warnings, rules, chunk_size, select):
-    """The input's lines: all of them, or for a big file only those the prefilter selects."""
+    """The input's lines: all of them, or for a big input only those the prefilter selects."""
+    if select is None and not (path != "-" and os.path.isfile(path)):
+        return _stream_lines(path, warnings, rules, chunk_size)
     if select is None:
-        select = path != "-" and os.path.isfile(path) and os.path.getsize(path) > SELECT_ABOVE
+        select = os.path.getsize(path) > SELECT_ABOVE
     if not select:
         return read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
     from .prefilter import BIG_CHUNK, select_lines
     finder = _finder_for(rules, select if isinstance(select, str) else "auto")
     return select_lines(_chunks(path, warnings, chunk_size or BIG_CHUNK), display_name(path),
                         warnings, finder)
+
+
+def _stream_lines(path, warnings, rules, chunk_size):
+    """A pipe or compressed stream: read whole if it ends within SELECT_ABOVE bytes, else prefilter."""
+    from itertools import chain
+    from .prefilter import select_lines
+    from .reader import split_lines
+    chunks = _chunks(path, warnings, chunk_size) if chunk_size else _chunks(path, warnings)
+    head, size = [], 0
+    for block in chunks:
+        head.append(block)
+        size += len(block)
+        if size > SELECT_ABOVE:
+            return select_lines(chain(head, chunks), display_name(path), warnings,
+                                _finder_for(rules))
+    return split_lines(head, display_name(path), warnings)
 
 
 def _index_for(rules):
