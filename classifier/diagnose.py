@@ -17,6 +17,7 @@ from .rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_catego
 from .rules import default_rules
 from .region import FailureRegion, mask
 from .signals import FailureSignals
+from .verdict import retry_verdict
 
 SCHEMA_VERSION = 1
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
@@ -166,6 +167,7 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True
                                            main["facts"]),
             "secondary": [_finding(cat, hits, rules, ranks_seen)[0] for cat, hits in groups[1:]],
         })
+    result.update(retry_verdict(result["category"]))
     result["warnings"] = warnings.as_list()
     return result
 

@@ -130,6 +130,14 @@ def main(argv=None):
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "model.json"))
     p.add_argument("--cv-only", action="store_true")
     args = p.parse_args(argv)
+    # One BLAS thread: a multi-threaded reduction sums in a different order from run to run,
+    # and the exported floats must come out the same every time.
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(limits=1):
+        return _train(args)
+
+
+def _train(args):
     texts, labels, groups, reaches = load_corpus(args.corpus, with_rule_outcome=True)
     oof = cross_validate(texts, labels, groups)
     threshold = calibrate(oof, labels, reaches)

@@ -9,7 +9,7 @@ import os
 from conftest import DEMO, LOGS, diagnose_json, run_dsdiag
 
 CONTRACT = {"schema_version", "category", "layer", "title", "confidence", "source", "rule",
-            "evidence", "facts", "remediation", "secondary", "warnings"}
+            "evidence", "facts", "remediation", "secondary", "warnings", "retryable", "retry_reason"}
 
 
 def test_json_contract_fields_and_types():
@@ -81,7 +81,10 @@ def test_exit_codes_none_unknown_and_exit_zero():
 
 def test_unreadable_inputs_give_one_line_and_exit_2(tmp_path):
     missing = tmp_path / "nope.log"
-    for args in ([missing], [tmp_path], [DEMO, missing]):
+    empty = tmp_path / "empty"  # a directory is a job directory; one without log files is an error
+    (empty / "sub").mkdir(parents=True)
+    (empty / "notes.md").write_text("no logs here\n")
+    for args in ([missing], [empty], [DEMO, missing]):
         proc = run_dsdiag(*args)
         err = proc.stderr.decode()
         assert proc.returncode == 2, args

@@ -123,7 +123,10 @@ def test_ctrl_c_exits_130_without_traceback():
     assert b"Traceback" not in err and err.strip() == b"dsdiag: interrupted"
 
 
-def test_directory_argument_is_a_one_line_error(tmp_path):
+def test_directory_without_log_files_is_a_one_line_error(tmp_path):
+    # A directory is read as one job's per-rank files (classifier.jobdir); with none it is an error.
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "model.bin").write_bytes(b"\x00" * 16)
     proc = run_dsdiag(tmp_path)
     assert proc.returncode == 2 and proc.stderr.decode().count("\n") == 1
 

@@ -15,9 +15,11 @@ sklearn = pytest.importorskip("sklearn", reason="scikit-learn is installed by `m
 @pytest.fixture(scope="module")
 def trained():
     from classifier.train import export, load_corpus, make_pipeline
+    from threadpoolctl import threadpool_limits
     texts, labels, _ = load_corpus(ROOT / "corpus")
     vec, clf = make_pipeline()
-    clf.fit(vec.fit_transform(texts), labels)
+    with threadpool_limits(limits=1):
+        clf.fit(vec.fit_transform(texts), labels)
     return texts, vec, clf, TextModel(json.loads(json.dumps(export(vec, clf, 0.5))))
 
 
@@ -36,7 +38,10 @@ def test_shipped_model_is_the_one_make_model_trains(tmp_path):
     out = tmp_path / "model.json"
     subprocess.run([sys.executable, "-m", "classifier.train", "--out", str(out)], cwd=ROOT,
                    check=True, capture_output=True, timeout=600)
-    assert json.loads(out.read_text()) == json.loads((ROOT / "classifier" / "model.json").read_text())
+    fresh = json.loads(out.read_text())
+    shipped = json.loads((ROOT / "classifier" / "model.json").read_text())
+    for key in ("classes", "threshold", "vocabulary", "idf", "intercept", "coef"):
+        assert fresh[key] == shipped[key], key
 
 
 def test_model_answers_only_above_its_threshold(tmp_path, monkeypatch):

@@ -1,0 +1,297 @@
+"""`dsdiag check-config ds_config.json`: find the config faults before the job costs anything.
+
+Each problem prints as `path:line:col: category: message` with the fix below it; categories are
+the taxonomy ids of the log diagnosis. Exit 0 clean (notes allowed), 1 problems, 2 unreadable
+file or usage error. The checks use the installed DeepSpeed's own config models when deepspeed
+is importable (and say which version), dsdiag's own schema otherwise (and say so).
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+from .preflight import EXIT_ERROR, Finding, count_line, exit_code
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
+
+
+def parse_count(text):
+    """'7e9', '7B', '1.3b', '350M', '7000000000' -> an int count of parameters."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a parameter count: {text!r} (e.g. 7e9, 7B, 350M)")
+    scale = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[match.group(2).lower()]
+    return int(float(match.group(1)) * scale)
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="dsdiag check-config",
+        description="Check a DeepSpeed config before launching: syntax and which consumer "
+                    "breaks on it, unknown keys, types, batch arithmetic, precision, optimizer "
+                    "and scheduler parameters, ZeRO-3 memory.",
+        epilog="Exit codes: 0 no problems (notes allowed), 1 problems found, 2 unreadable file "
+               "or usage error.")
+    p.add_argument("config", metavar="CONFIG", help="the ds_config.json file")
+    world = p.add_mutually_exclusive_group()
+    world.add_argument("--world-size", type=_positive, metavar="N",
+                       help="data-parallel world size (total GPUs without TP/PP)")
+    world.add_argument("--nodes", type=_positive, metavar="N", help="number of nodes")
+    p.add_argument("--gpus-per-node", type=_positive, metavar="M", help="GPUs per node")
+    p.add_argument("--params", type=parse_count, metavar="N",
+                   help="model parameter count (7e9, 7B, 350M) for the ZeRO-3 memory estimate")
+    p.add_argument("--largest-layer-params", type=parse_count, default=0, metavar="N",
+                   help="parameters of the largest layer (often the embedding), default 0")
+    p.add_argument("--gpu-memory", type=float, metavar="GIB",
+                   help="memory of one GPU in GiB, to judge the estimate (e.g. 80)")
+    p.add_argument("--hf", action="store_true",
+                   help="the config goes through HF Trainer/accelerate (json.load; fills 'auto')")
+    p.add_argument("--schema", choices=("auto", "deepspeed", "builtin"), default="auto",
+                   help="check against the installed DeepSpeed's models (auto when importable) "
+                        "or dsdiag's built-in schema")
+    env_format = os.environ.get("DSDIAG_FORMAT")
+    p.add_argument("-f", "--format", choices=("text", "json"),
+                   default=env_format if env_format in ("text", "json") else "text",
+                   help="output format (default text; env DSDIAG_FORMAT)")
+    return p
+
+
+class Unreadable(Exception):
+    pass
+
+
+def read_text(path):
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise Unreadable(f"cannot read {path}: not UTF-8 text (byte {exc.start}, line {line})") \
+            from None
+
+
+def choose_schema(requested):
+    """(Schema, why): the installed DeepSpeed's when possible and wanted, else the built-in."""
+    from . import ds_introspect
+    if requested == "builtin":
+        return ds_introspect.builtin_schema(), "requested with --schema builtin"
+    schema = ds_introspect.deepspeed_schema()
+    if schema is not None:
+        return schema, "deepspeed is importable"
+    _, reason = ds_introspect.import_deepspeed()
+    if requested == "deepspeed":
+        raise Unreadable(f"--schema deepspeed: {reason}")
+    return ds_introspect.builtin_schema(), reason
+
+
+# --- syntax -----------------------------------------------------------------------------------
+def syntax_findings(text, parsed, hf):
+    """Findings about the file's grammar, and whether the content could be read at all."""
+    from .config_parse import HJSON_ONLY, deepspeed_verdict, json_verdict
+    findings = []
+    strict = json_verdict(text)
+    ds = deepspeed_verdict(text, parsed)
+    if parsed.error is not None or (not ds.ok and ds.checked_by == "hjson" and
+                                    "Duplicate keys" not in ds.message):
+        where = strict if not strict.ok else ds
+        line, col = (where.line, where.col) if where.line else (parsed.error.line, parsed.error.col)
+        detail = strict.message if not strict.ok else ds.message
+        if parsed.error is not None and not where.line:
+            detail = parsed.error.message
+        readers = "neither DeepSpeed (hjson) nor json.load (HF Trainer, accelerate, scripts)" \
+            if not ds.ok else "json.load (HF Trainer, accelerate, scripts)"
+        findings.append(Finding("config_json_syntax", "error",
+                                f"{readers} can read this file: {detail}",
+                                "fix the structure at this position (a missing comma, quote or "
+                                "closing brace is the usual cause)", line, col))
+        return findings, False
+    by_kind = {}
+    for feature in parsed.features:
+        by_kind.setdefault(feature.kind, []).append(feature)
+    if text.startswith("\ufeff"):
+        by_kind["bom"] = []
+    breaks = "json.load, which HF Trainer, accelerate and most scripts use, fails"
+    first = True
+    for kind, hits in by_kind.items():
+        if kind == "duplicate_key":
+            continue
+        what = HJSON_ONLY.get(kind, "a UTF-8 byte-order mark")
+        lines = sorted({h.line for h in hits})
+        where = f" (lines {', '.join(map(str, lines[:8]))}{' ...' if len(lines) > 8 else ''})" \
+            if len(lines) > 1 else ""
+        line, col = (hits[0].line, hits[0].col) if hits else (1, 1)
+        tail = f" ({strict.message} at {strict.line}:{strict.col})" if first and not strict.ok else ""
+        first = False
+        extra = ""
+        if kind == "quoteless_value":
+            extra = f'; hjson reads the rest of the line as the string "{hits[0].detail}"'
+        findings.append(Finding(
+            "config_json_syntax", "error" if hf else "warning",
+            f"{what}{where}: DeepSpeed reads a config path with hjson and accepts it, but "
+            f"{breaks}{tail}{extra}", _syntax_fix(kind), line, col, facts={"count": len(hits) or 1}))
+    for dup in by_kind.get("duplicate_key", []):
+        key, first_at = dup.detail.split("\t")
+        findings.append(Finding(
+            "config_json_syntax", "error", f'duplicate key "{key}" (first at {first_at}): '
+            "DeepSpeed refuses the file (ValueError: Duplicate keys in DeepSpeed config), while "
+            "json.load silently keeps the last value - so under HF Trainer the first one is "
+            "ignored", f'keep one "{key}" and merge the two', dup.line, dup.col, key=key))
+    return findings, True
+
+
+def _syntax_fix(kind):
+    return {
+        "comment": "delete the comments: JSON has none (keep notes in a README, or in a "
+                   '"_comment" key DeepSpeed ignores)',
+        "trailing_comma": "delete the comma before the closing bracket",
+        "missing_comma": "put a comma between the members",
+        "quoteless_key": "put the key in double quotes",
+        "quoteless_value": "put the value in double quotes",
+        "single_quoted": "use double quotes",
+        "multiline_string": "write the string on one line in double quotes",
+        "bom": "save the file as UTF-8 without a byte-order mark",
+    }.get(kind, "make it plain JSON")
+
+
+# --- the whole check --------------------------------------------------------------------------
+def check_config(text, world=None, hf=False, params=None, largest_layer=0, gpu_memory_gib=None,
+                 schema=None):
+    """Check config text; return (findings sorted by position, schema used)."""
+    from . import config_checks, config_optim, config_zero, ds_introspect
+    from .config_parse import parse_config
+    schema = schema or ds_introspect.builtin_schema()
+    parsed = parse_config(text)
+    findings, readable = syntax_findings(text, parsed, hf)
+    if not readable:
+        return findings, schema
+    if parsed.root.kind != "object":
+        findings.append(Finding("config_field_error", "error",
+                                f"the config must be a JSON object ({{...}}), not {parsed.root.kind}",
+                                "wrap the settings in { }", parsed.root.line, parsed.root.col))
+        return findings, schema
+    ctx = config_checks.Context(parsed.root, schema, world or config_checks.World(), hf=hf,
+                                params=params, largest_layer=largest_layer,
+                                gpu_memory_gib=gpu_memory_gib, findings=findings)
+    config_checks.check_keys(ctx)
+    config_checks.check_auto(ctx)
+    config_checks.check_batch(ctx)
+    config_checks.check_precision(ctx)
+    config_optim.check_optimizer(ctx)
+    config_optim.check_scheduler(ctx)
+    config_zero.check_zero(ctx)
+    if schema.source == "deepspeed" and not any(f.severity == "error" for f in findings):
+        _second_opinion(ctx)
+    findings.sort(key=lambda f: (f.line, f.col, ("error", "warning", "note").index(f.severity)))
+    return findings, schema
+
+
+def _second_opinion(ctx):
+    """Let DeepSpeed build its DeepSpeedConfig from the config; report what our checks missed."""
+    from . import ds_introspect
+    from .config_checks import BATCH_KEYS, strip_auto
+    data = strip_auto(ctx.data)
+    batch = ctx.batch
+    for key in BATCH_KEYS:
+        data.pop(key, None)
+    mb, gas = (batch[1], batch[2]) if batch else (1, 1)
+    data.update(train_micro_batch_size_per_gpu=mb, gradient_accumulation_steps=gas)
+    error = ds_introspect.deepspeed_rejects(data)
+    if error is None:
+        return
+    key = next((k for k in _keys(ctx.data) if re.search(rf"\b{re.escape(k.split('.')[-1])}\b",
+                                                        error)), "")
+    ctx.add("config_field_error", "error", key,
+            f"{ctx.dsname} refuses the config while building its DeepSpeedConfig: {error}",
+            "fix the value the message names")
+
+
+def _keys(data, prefix=""):
+    for key, value in data.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            yield from _keys(value, path)
+        yield path
+
+
+def _checked_against(schema, why):
+    if schema.source == "deepspeed":
+        text = f"checked against DeepSpeed {schema.version}'s own config models"
+        if schema.fallback_sections:
+            text += f" (built-in schema for {', '.join(schema.fallback_sections)})"
+        return text
+    return (f"checked against dsdiag's built-in schema (follows DeepSpeed {schema.version}; "
+            f"{why})")
+
+
+def render_text(path, findings, schema, why, out):
+    for f in findings:
+        tag = "note: " if f.severity == "note" else ""
+        out.write(f"{path}:{f.line}:{f.col}: {f.category}: {tag}{f.message}\n")
+        if f.fix and f.severity != "note":
+            out.write(f"    fix: {f.fix}\n")
+        elif f.fix:
+            out.write(f"    hint: {f.fix}\n")
+    out.write(f"{count_line(findings)}; {_checked_against(schema, why)}\n")
+
+
+def render_json(path, findings, schema, why, world, out):
+    problems = [dict(f.to_json(), file=path) for f in findings if f.is_problem]
+    notes = [dict(f.to_json(), file=path) for f in findings if not f.is_problem]
+    doc = {
+        "schema_version": 1,
+        "file": path,
+        "checked_against": {"source": schema.source, "deepspeed_version": schema.version,
+                            "reason": why, "text": _checked_against(schema, why)},
+        "world_size": world.size if world else None,
+        "problems": problems,
+        "notes": notes,
+        "summary": count_line(findings),
+    }
+    json.dump(doc, out, indent=2, default=str)
+    out.write("\n")
+
+
+def main(argv):
+    from .config_checks import World
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.nodes and not args.gpus_per_node:
+        parser.error("--nodes needs --gpus-per-node")
+    if args.gpus_per_node and not args.nodes:
+        args.nodes = 1
+    world = World()
+    if args.world_size:
+        world = World(args.world_size, 1, None)
+    elif args.nodes:
+        world = World(args.nodes * args.gpus_per_node, args.nodes, args.gpus_per_node)
+    try:
+        text = read_text(args.config)
+        schema, why = choose_schema(args.schema)
+    except Unreadable as exc:
+        sys.stderr.write(f"dsdiag check-config: error: {exc}\n")
+        return EXIT_ERROR
+    findings, schema = check_config(text, world, hf=args.hf, params=args.params,
+                                    largest_layer=args.largest_layer_params,
+                                    gpu_memory_gib=args.gpu_memory, schema=schema)
+    if args.format == "json":
+        render_json(args.config, findings, schema, why, world, sys.stdout)
+    else:
+        render_text(args.config, findings, schema, why, sys.stdout)
+    sys.stdout.flush()
+    return exit_code(findings)

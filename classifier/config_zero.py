@@ -1,0 +1,122 @@
+"""ZeRO settings that do not do what they say, and the ZeRO-3 memory estimate.
+
+The chapter's checklist item 6: ZeRO-3 without offload_optimizer is the textbook OOM. With
+`--params N` the per-GPU model-state memory is estimated with DeepSpeed's own
+estimate_zero3_model_states_mem_needs when deepspeed is importable, else with the same published
+formula.
+"""
+
+from . import ds_introspect
+from .config_checks import as_stage, truthy
+
+GIB = 1024 ** 3
+
+
+def check_zero(ctx):
+    zero = ctx.get("zero_optimization")
+    if not isinstance(zero, dict):
+        return
+    stage = as_stage(zero.get("stage"))
+    if stage is None:
+        return  # the type check reported it
+    devices = {}
+    for kind, legacy in (("offload_optimizer", "cpu_offload"), ("offload_param", "cpu_offload_param")):
+        section = zero.get(kind)
+        device = section.get("device", "none") if isinstance(section, dict) else "none"
+        if truthy(zero.get(legacy)) and device == "none":
+            device = "cpu"
+        devices[kind] = device if device in ("cpu", "nvme") else "none"
+        if device == "nvme" and isinstance(section, dict) and not section.get("nvme_path"):
+            ctx.add("config_field_error", "error", f"zero_optimization.{kind}.device",
+                    f'{kind} goes to nvme but "nvme_path" is not set: the swapper has nowhere '
+                    "to write and fails when ZeRO starts", f'add "nvme_path": "/local_nvme" to '
+                    f'"{kind}" (a fast local disk), or use "device": "cpu"')
+    if stage < 3 and devices["offload_param"] != "none":
+        ctx.add("config_field_error", "warning", "zero_optimization.offload_param",
+                f"offload_param works only with ZeRO stage 3; stage {stage} ignores it and keeps "
+                "the parameters on the GPU", 'set "stage": 3, or remove "offload_param"')
+    if stage == 0 and devices["offload_optimizer"] != "none":
+        ctx.add("config_field_error", "warning", "zero_optimization.offload_optimizer",
+                "offload_optimizer needs ZeRO stage 1, 2 or 3; stage 0 ignores it",
+                'set "stage" to 1 or more, or remove "offload_optimizer"')
+    if stage != 3:
+        return
+    opt_off = devices["offload_optimizer"] != "none"
+    param_off = devices["offload_param"] != "none"
+    estimate = _zero3_estimates(ctx, opt_off, param_off)
+    if opt_off:
+        if estimate:
+            ctx.add("gpu_oom", "note", "zero_optimization.stage", estimate["text"], **estimate["facts"])
+        return
+    severity = "warning"
+    per_gpu = estimate["facts"]["gpu_bytes_per_device"] if estimate else None
+    if per_gpu is not None and ctx.gpu_memory_gib:
+        share = per_gpu / (ctx.gpu_memory_gib * GIB)
+        severity = "error" if share > 1 else "warning" if share > 0.6 else "note"
+    if severity == "note":
+        message = "ZeRO-3 without offload keeps parameters, gradients and optimizer states on " \
+                  "the GPUs, and the model states fit here"
+    else:
+        message = ("ZeRO-3 without offload: parameters, gradients and the fp32 optimizer states "
+                   "all stay in GPU memory (about 18 bytes per parameter, divided across the "
+                   "GPUs) - the textbook way to run out of GPU memory")
+    if estimate:
+        message += "; " + estimate["text"]
+    ctx.add("gpu_oom", severity, "zero_optimization.stage", message,
+            'add "offload_optimizer": {"device": "cpu", "pin_memory": true} to '
+            '"zero_optimization"; if it still does not fit, also "offload_param": '
+            '{"device": "cpu"}' + ("" if estimate else "; pass --params N for a memory estimate"),
+            **(estimate["facts"] if estimate else {}))
+
+
+def _zero3_estimates(ctx, opt_off, param_off):
+    if not ctx.params:
+        return None
+    nodes = ctx.world.nodes if ctx.world.gpus_per_node else 1
+    gpn = ctx.world.gpus_per_node or ctx.world.size or 1
+    total = int(ctx.params)
+    largest = int(ctx.largest_layer or 0)
+    results = {}
+    for label, o, p in (("as configured", opt_off, param_off), ("offload_optimizer cpu", True, False),
+                        ("offload_optimizer+offload_param cpu", True, True)):
+        results[label] = zero3_model_states(ctx.schema, total, largest, gpn, nodes, o, p)
+    source = "DeepSpeed's estimate_zero3_model_states_mem_needs" \
+        if ctx.schema.source == "deepspeed" else "dsdiag's copy of DeepSpeed's formula"
+    current = results["as configured"]
+    parts = [f"{label}: {gpu / GIB:.1f} GiB per GPU" for label, (cpu, gpu) in results.items()]
+    text = (f"model states for {total / 1e9:.2f}B parameters on {gpn * nodes} GPU(s) ({source}, "
+            f"{_largest_text(largest)}; activations come on top): "
+            + "; ".join(parts))
+    if ctx.gpu_memory_gib:
+        text += f"; each GPU has {ctx.gpu_memory_gib:g} GiB"
+    facts = dict(params=total, gpus=gpn * nodes, gpu_bytes_per_device=current[1],
+                 cpu_bytes_per_node=current[0], estimator=source,
+                 estimates_gib={k: round(v[1] / GIB, 2) for k, v in results.items()})
+    return {"text": text, "facts": facts}
+
+
+def zero3_model_states(schema, total, largest, gpus_per_node, nodes, opt_off, param_off):
+    """(cpu bytes per node, gpu bytes per GPU) for ZeRO-3 model states.
+
+    With deepspeed importable this is DeepSpeed's own estimator; without it, the same published
+    formula (https://deepspeed.readthedocs.io/en/latest/memory.html): 18 bytes per parameter
+    sharded over the GPUs without offload, 2 with the optimizer offloaded, plus 4 bytes per
+    parameter of the largest layer; ZeRO-Init assumed.
+    """
+    if schema.source == "deepspeed":
+        return ds_introspect.estimate_zero3(total, largest, gpus_per_node, nodes, opt_off,
+                                            param_off and opt_off)
+    total_gpus = gpus_per_node * nodes
+    largest_bytes = 4 * largest
+    buffer = 1.5
+    if opt_off and param_off:
+        return int(total * 18 / nodes * buffer), largest_bytes
+    if opt_off:
+        return int(total * 16 / nodes * buffer), largest_bytes + int(2 * total / total_gpus)
+    return int(largest * 4 * gpus_per_node * buffer), largest_bytes + int(18 * total / total_gpus)
+
+
+def _largest_text(largest):
+    if not largest:
+        return "largest layer not given, counted as 0: pass --largest-layer-params"
+    return f"largest layer {largest / 1e6:.0f}M params"
