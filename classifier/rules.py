@@ -149,8 +149,8 @@ ADVERSARIAL_LENGTH = 3 * 8192  # a three-line window of MATCH_LIMIT lines
 BACKTRACK_BUDGET = 0.25  # seconds one search may take on an adversarial input
 
 
-def adversarial_inputs(pattern):
-    """Strings built to expose catastrophic backtracking in `pattern`."""
+def adversarial_inputs(pattern, keywords=()):
+    """Strings built to expose catastrophic backtracking in `pattern` (gated by `keywords`)."""
     chars = {"a", "0", " ", ".", "/", ":", "-", "_", "'", "\t"}
     chars.update(c for c in pattern if c.isalnum())
     # The pattern's own words in front of the run defeat the engine's required-literal
@@ -162,14 +162,16 @@ def adversarial_inputs(pattern):
         out.extend((run, run + "\x00", "x" + run + "!"))
         if phrase:
             out.extend((phrase + " " + run, run + " " + phrase))
+        # a line that passes the rule's own keyword gate, then the run
+        out.extend(text for kw in keywords for text in (kw + " " + run, run + " " + kw))
     if phrase:
         out.append((phrase + " ") * (ADVERSARIAL_LENGTH // max(1, len(phrase))))
     return out
 
 
-def backtracking_problem(compiled):
+def backtracking_problem(compiled, keywords=()):
     """Return a reason if the compiled pattern is too slow on an adversarial input, else None."""
-    for text in adversarial_inputs(compiled.pattern):
+    for text in adversarial_inputs(compiled.pattern, keywords):
         try:
             compiled.search(text, timeout=BACKTRACK_BUDGET)
         except TimeoutError:
@@ -179,14 +181,14 @@ def backtracking_problem(compiled):
     return None
 
 
-def _check_regexes(values, where, report):
+def _check_regexes(values, where, report, keywords=()):
     for i, pattern in enumerate(values or ()):
         try:
             compiled = regex.compile(pattern)
         except regex.error as exc:
             report(where + (i,), f"bad regex: {exc}")
             continue
-        problem = backtracking_problem(compiled)
+        problem = backtracking_problem(compiled, keywords)
         if problem:
             report(where + (i,), problem)
 
@@ -240,7 +242,8 @@ def _validate_rule(rule, where, category, seen_ids, report, check_regexes=True):
         report(where + ("patterns",) if "patterns" in rule else where,
                "patterns must be a non-empty list of strings")
     elif check_regexes:
-        _check_regexes(rule["patterns"], where + ("patterns",), report)
+        keywords = rule["keywords"] if _is_str_list(rule.get("keywords"), 1) else ()
+        _check_regexes(rule["patterns"], where + ("patterns",), report, keywords)
     for key in ("exclude", "context", "remediation"):
         if key in rule and not _is_str_list(rule[key]):
             report(where + (key,), f"{key} must be a list of strings")
