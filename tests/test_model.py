@@ -40,8 +40,14 @@ def test_shipped_model_is_the_one_make_model_trains(tmp_path):
                    check=True, capture_output=True, timeout=600)
     fresh = json.loads(out.read_text())
     shipped = json.loads((ROOT / "classifier" / "model.json").read_text())
-    for key in ("classes", "threshold", "vocabulary", "idf", "intercept", "coef"):
+    for key in ("classes", "threshold", "vocabulary"):
         assert fresh[key] == shipped[key], key
+    # Floats agree to rounding: numpy's SIMD sums depend on memory alignment, which differs
+    # between processes, so the last bits of a coefficient may too.
+    assert fresh["idf"] == pytest.approx(shipped["idf"], rel=1e-12)
+    assert fresh["intercept"] == pytest.approx(shipped["intercept"], rel=1e-9, abs=1e-12)
+    for a, b in zip(fresh["coef"], shipped["coef"]):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12)
 
 
 def test_model_answers_only_above_its_threshold(tmp_path, monkeypatch):
