@@ -130,8 +130,9 @@ def main(argv=None):
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "model.json"))
     p.add_argument("--cv-only", action="store_true")
     args = p.parse_args(argv)
-    # One BLAS thread: a multi-threaded reduction sums in a different order from run to run,
-    # and the exported floats must come out the same every time.
+    # One BLAS/OpenMP thread: a multi-threaded reduction sums in a different order from run to
+    # run. (The last bits may still differ between processes: numpy's SIMD sums depend on
+    # memory alignment; tests/test_model.py compares to rounding.)
     from threadpoolctl import threadpool_limits
     with threadpool_limits(limits=1):
         return _train(args)
