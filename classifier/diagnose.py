@@ -10,10 +10,10 @@ import re
 from . import taxonomy
 from .match import KeywordIndex, scan
 from .normalize import normalize
-from .reader import Warnings, _chunks, check_readable, display_name, read_lines
+from .reader import Warnings, byte_chunks, check_readable, display_name, read_lines
 from .remediation import derive_facts, remediation_for
-from .rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order, merged_facts,
-                        pick_root_cause)
+from .rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
+                        merged_facts, pick_root_cause)
 from .rules import default_rules
 from .region import FailureRegion, mask
 from .signals import FailureSignals
@@ -62,7 +62,7 @@ def _raw_lines(path, warnings, rules, chunk_size, select):
         return read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
     from .prefilter import BIG_CHUNK, select_lines
     finder = _finder_for(rules, select if isinstance(select, str) else "auto")
-    return select_lines(_chunks(path, warnings, chunk_size or BIG_CHUNK), display_name(path),
+    return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK), display_name(path),
                         warnings, finder)
 
 
@@ -71,7 +71,7 @@ def _stream_lines(path, warnings, rules, chunk_size):
     from itertools import chain
     from .prefilter import select_lines
     from .reader import split_lines
-    chunks = _chunks(path, warnings, chunk_size) if chunk_size else _chunks(path, warnings)
+    chunks = byte_chunks(path, warnings, chunk_size) if chunk_size else byte_chunks(path, warnings)
     head, size = [], 0
     for block in chunks:
         head.append(block)
@@ -89,7 +89,7 @@ def _index_for(rules):
     return index
 
 
-def _finding(category, hits, rules, ranks_seen):
+def _finding(category, hits, ranks_seen):
     rule = hits[0].rule
     facts = derive_facts(category, merged_facts(hits), ranks_seen)
     ranks = sorted({line.rank for h in hits for line in h.lines if line.rank is not None})
@@ -150,7 +150,7 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True
         result.update(guess or _no_rule_result(signals, unexplained))
     else:
         groups = group_by_category(collector.hits, winner)
-        main, rule = _finding(groups[0][0], groups[0][1], rules, ranks_seen)
+        main, rule = _finding(groups[0][0], groups[0][1], ranks_seen)
         confidence = 0.9 if rule.role == "cause" else 0.6
         if rule.role == "cause" and len(groups[0][1]) > 1:
             confidence = 0.95
@@ -165,7 +165,7 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True
             "facts": main["facts"],
             "remediation": remediation_for(rules.categories.get(main["category"]), rule,
                                            main["facts"]),
-            "secondary": [_finding(cat, hits, rules, ranks_seen)[0] for cat, hits in groups[1:]],
+            "secondary": [_finding(cat, hits, ranks_seen)[0] for cat, hits in groups[1:]],
         })
     result.update(retry_verdict(result["category"]))
     result["warnings"] = warnings.as_list()

@@ -11,7 +11,7 @@ trie-shaped `re` alternation otherwise; both select exactly the same lines.
 from collections import deque
 
 from .match import CONTEXT_LINES, trie_regex
-from .reader import MAX_LINE, RawLine, _decode
+from .reader import MAX_LINE, RawLine, decode_line
 
 BIG_CHUNK = 4 << 20         # big enough that per-chunk work vanishes, small for memory
 BEFORE = CONTEXT_LINES + 2   # a rule's context and its two-line-back window
@@ -122,7 +122,7 @@ class _Selector:
             data = data[:MAX_LINE]
             self.warnings.add("line_truncated", f"{self.source}: lines over {MAX_LINE // 1024} KiB truncated")
         self.emitted = lineno
-        return RawLine(self.source, lineno, _decode(data, self.source, self.warnings))
+        return RawLine(self.source, lineno, decode_line(data, self.source, self.warnings))
 
     def chunk(self, chunk):
         """Yield the selected RawLines of a chunk that ends with a newline."""

@@ -116,7 +116,7 @@ class _Peeked:
         return self._stream.read(n)
 
 
-def _chunks(path, warnings, chunk_size=CHUNK):
+def byte_chunks(path, warnings, chunk_size=CHUNK):
     """Yield decompressed byte chunks of one input, warning (not failing) on a cut stream."""
     try:
         raw = _open_binary(path)
@@ -162,7 +162,7 @@ def _chunks(path, warnings, chunk_size=CHUNK):
             raw.close()
 
 
-def _decode(line_bytes, source, warnings):
+def decode_line(line_bytes, source, warnings):
     if b"\x00" in line_bytes:
         warnings.add("nul_bytes", f"{source}: NUL bytes ignored")
         line_bytes = line_bytes.replace(b"\x00", b"")
@@ -194,15 +194,15 @@ def split_lines(chunks, source, warnings):
             if nl < 0:
                 break
             lineno += 1
-            yield RawLine(source, lineno, _decode(bytes(pending), source, warnings))
+            yield RawLine(source, lineno, decode_line(bytes(pending), source, warnings))
             pending.clear()
             skipping = False
             start = nl + 1
     if pending or skipping:
         lineno += 1
-        yield RawLine(source, lineno, _decode(bytes(pending), source, warnings))
+        yield RawLine(source, lineno, decode_line(bytes(pending), source, warnings))
 
 
 def read_lines(path, warnings, chunk_size=CHUNK):
     """Yield RawLine for every line of `path` ('-' is stdin); bytes never stop the scan."""
-    return split_lines(_chunks(path, warnings, chunk_size), display_name(path), warnings)
+    return split_lines(byte_chunks(path, warnings, chunk_size), display_name(path), warnings)
