@@ -52,6 +52,10 @@ TRICKY = (
     "Token indices sequence length is longer than the specified maximum sequence length for this model "
     "(4121 > 4096). Running this sequence through the model will result in indexing errors",
     "wandb: Tracking run with wandb version 0.16.3",
+    "/opt/conda/lib/python3.10/site-packages/torchvision/io/image.py:13: UserWarning: Failed to load "
+    "image Python extension: '/opt/conda/lib/python3.10/site-packages/torchvision/image.so: undefined "
+    "symbol: _ZN3c1017RegisterOperatorsD1Ev'If you don't plan on using image functionality from "
+    "`torchvision.io`, you can ignore this warning.",
 )
 
 
