@@ -39,6 +39,13 @@ _SYSLOG_TS = re.compile(
 _DMESG_TS = re.compile(r"\[\s*\d+\.\d+\]\s")
 _DMESG_HUMAN_TS = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
+# A tqdm bar, ` 45%|████▌     | 45/100 [00:10<00:12,  4.4it/s]`, whole or at the head of a
+# segment where another rank's message was written right after it.
+_BAR = (r"\s*(?:[^%|]{0,80}:\s*)?\d{1,3}%\|[^|]{0,120}\|\s*[\d.]+[kMG]?/[\d.]+[kMG]?\w*"
+        r"(?:\s*\[[^\]]{0,120}\])?")
+_PROGRESS = re.compile(_BAR + r"\s*")
+_PROGRESS_HEAD = re.compile(r"^" + _BAR)
+
 # rich's traceback panel: `│ text │`; heavy and ASCII variants are rarer but seen.
 _BOX_LEFT = re.compile(r"\s*[│┃║]\s?")
 _BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
@@ -65,12 +72,24 @@ class Line:
 
 
 def visible_text(raw):
-    """Return what a terminal would show for a raw line: no colours, last `\\r` rewrite wins."""
+    """Return a raw line without colours and without the progress bars `\\r` redraws over it.
+
+    A terminal shows only the last `\\r` rewrite, but a message printed between two redraws of
+    another rank's progress bar is still the user's log: every segment that is not a progress
+    bar is kept; only when all of them are bars does the last one stand for the line.
+    """
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
     if "\r" in raw:
         parts = [p for p in raw.split("\r") if p.strip()]
-        raw = parts[-1] if parts else ""
+        text = [_PROGRESS_HEAD.sub("", p) for p in parts if not _PROGRESS.fullmatch(p.strip())]
+        text = [t for t in text if t.strip()]
+        if len(text) == 1:
+            raw = text[0]
+        elif text:
+            raw = " ".join(t.strip() for t in text)
+        else:
+            raw = parts[-1] if parts else ""
     return raw.rstrip()
 
 

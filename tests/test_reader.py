@@ -54,3 +54,15 @@ def test_progress_bar_rewrites_and_colours_resolve_to_what_a_terminal_shows():
     raw = "\r  0%|          | 0/10\r 50%|█████     | 5/10\r\x1b[31mRuntimeError: boom\x1b[0m"
     assert visible_text(raw) == "RuntimeError: boom"
     assert visible_text("\r 10%|█\r") == " 10%|█"
+
+
+def test_messages_between_progress_bar_redraws_are_kept():
+    bar = " 20%|██        | 2/10 [00:02<00:08,  1.0it/s]"
+    # Another rank's error written right after a bar, then the bar redrawn over it.
+    assert visible_text("\r" + bar + "RuntimeError: CUDA out of memory.\r" + bar) == \
+        "RuntimeError: CUDA out of memory."
+    assert visible_text("RuntimeError: boom\r" + bar) == "RuntimeError: boom"
+    # Bars only: the last redraw stands for the line.
+    assert visible_text("Loading checkpoint shards:  50%|█████     | 1/2 [00:05<00:05,  5.1s/it]\r"
+                        "Loading checkpoint shards: 100%|██████████| 2/2 [00:07<00:00,  3.6s/it]") == \
+        "Loading checkpoint shards: 100%|██████████| 2/2 [00:07<00:00,  3.6s/it]"
