@@ -34,6 +34,11 @@ CASES = [
      "❱ 50 │   model_engine = deepspeed.initialize(", 0, None),
     ("gpu-node-01.cluster: [rank9]: x", "x", 9, "gpu-node-01.cluster"),
     ("10.0.0.5: ValueError: y", "ValueError: y", None, "10.0.0.5"),
+    ("(RayTrainWorker pid=48213, ip=10.0.4.7) torch.OutOfMemoryError: CUDA out of memory.",
+     "torch.OutOfMemoryError: CUDA out of memory.", None, None),
+    ("[pod/llama-ft-worker-1/pytorch] [rank9]: AssertionError", "AssertionError", 9, None),
+    ("trainer-1  | RuntimeError: Address already in use", "RuntimeError: Address already in use", None,
+     "trainer-1"),
     # Not prefixes: an exception name, a plain message, NCCL's own host:pid:tid label, tools.
     ("collect2: error: ld returned 1 exit status", "collect2: error: ld returned 1 exit status", None, None),
     ("libcudart.so.11.0: cannot open shared object file: No such file or directory",
