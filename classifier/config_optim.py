@@ -19,17 +19,26 @@ def _torch_names(ctx, module, fallback):
 
 
 # --- optimizer --------------------------------------------------------------------------------
-def check_optimizer(ctx):
-    section = ctx.get("optimizer")
+def _typed_section(ctx, name, category, missing, fix):
+    """(section, its "type") when both are there to check; a missing type is reported."""
+    section = ctx.get(name)
     if not isinstance(section, dict):
-        return
+        return None, None
     kind = section.get("type")
     if kind is None:
-        ctx.add("config_field_error", "warning", "optimizer",
-                '"optimizer" has no "type": DeepSpeed builds no optimizer from it and ignores its '
-                "params", 'add "type": "AdamW" (or the optimizer you meant)')
-        return
+        ctx.add(category, "warning", name, missing, fix)
+        return None, None
     if not isinstance(kind, str) or kind == "auto":
+        return None, None
+    return section, kind
+
+
+def check_optimizer(ctx):
+    section, kind = _typed_section(
+        ctx, "optimizer", "config_field_error",
+        '"optimizer" has no "type": DeepSpeed builds no optimizer from it and ignores its params',
+        'add "type": "AdamW" (or the optimizer you meant)')
+    if section is None:
         return
     torch_optimizers = _torch_names(ctx, "torch.optim", ds_schema.TORCH_OPTIMIZERS)
     lowered = kind.lower()
@@ -122,15 +131,23 @@ def _check_optimizer_params(ctx, kind, lowered, params):
         return
     accepted = (accepted - passed) | engine_keys
     cls = class_path.split(":")[1]
-    for key in params:
-        if key in accepted or key == "max_grad_norm":
+    # max_grad_norm has its own finding (DeepSpeed refuses it with a ValueError first)
+    _report_unknown_params(ctx, "config_field_error", "optimizer", f'optimizer "{kind}"',
+                           f"builds {cls}(**params)", cls,
+                           [k for k in params if k != "max_grad_norm"], sorted(accepted))
+
+
+def _report_unknown_params(ctx, category, section, owner, call, cls, keys, accepted):
+    """One error per parameter the constructor does not take, with a did-you-mean."""
+    for key in keys:
+        if key in accepted:
             continue
-        guess = did_you_mean(key, sorted(accepted))
-        ctx.add("config_field_error", "error", f"optimizer.params.{key}",
-                f'optimizer "{kind}" has no parameter "{key}": DeepSpeed builds {cls}(**params) '
-                f"and it raises TypeError (unexpected keyword argument '{key}')",
+        guess = did_you_mean(key, list(accepted))
+        ctx.add(category, "error", f"{section}.params.{key}",
+                f'{owner} has no parameter "{key}": DeepSpeed {call} and it raises TypeError '
+                f"(unexpected keyword argument '{key}')",
                 (f'rename it to "{guess}"' if guess else f'delete "{key}"')
-                + f"; {cls} takes: {', '.join(sorted(accepted))}", suggestion=guess)
+                + f"; {cls} takes: {', '.join(accepted)}", suggestion=guess)
 
 
 def _check_zero_support(ctx, kind, lowered, params):
@@ -148,16 +165,11 @@ def _check_zero_support(ctx, kind, lowered, params):
 
 # --- scheduler --------------------------------------------------------------------------------
 def check_scheduler(ctx):
-    section = ctx.get("scheduler")
-    if not isinstance(section, dict):
-        return
-    kind = section.get("type")
-    if kind is None:
-        ctx.add("scheduler_config", "warning", "scheduler",
-                '"scheduler" has no "type": DeepSpeed builds no LR scheduler and the learning '
-                "rate stays constant", 'add "type": "WarmupLR" (or the scheduler you meant)')
-        return
-    if not isinstance(kind, str) or kind == "auto":
+    section, kind = _typed_section(
+        ctx, "scheduler", "scheduler_config",
+        '"scheduler" has no "type": DeepSpeed builds no LR scheduler and the learning rate stays '
+        "constant", 'add "type": "WarmupLR" (or the scheduler you meant)')
+    if section is None:
         return
     signature = _scheduler_signature(ctx, kind)
     if signature is False:
@@ -197,15 +209,8 @@ def _scheduler_signature(ctx, kind):
 
 
 def _check_scheduler_params(ctx, kind, params, signature):
-    for key in params:
-        if key in signature:
-            continue
-        guess = did_you_mean(key, list(signature))
-        ctx.add("scheduler_config", "error", f"scheduler.params.{key}",
-                f'scheduler {kind} has no parameter "{key}": DeepSpeed calls {kind}(optimizer, '
-                f"**params) and it raises TypeError (unexpected keyword argument '{key}')",
-                (f'rename it to "{guess}"' if guess else f'delete "{key}"')
-                + f"; {kind} takes: {', '.join(signature)}", suggestion=guess)
+    _report_unknown_params(ctx, "scheduler_config", "scheduler", f"scheduler {kind}",
+                           f"calls {kind}(optimizer, **params)", kind, list(params), list(signature))
     for key, default in signature.items():
         if default is ds_schema.REQUIRED and key not in params:
             ctx.add("scheduler_config", "error", "scheduler.params" if "params" in ctx.get(

@@ -224,21 +224,9 @@ class _Reader:
         return Node("string", raw, line, col)
 
     def obj(self):
-        line, col = self.line, self.col
-        self.advance()  # {
-        members, seen, sep = [], {}, ""
-        while True:
-            self.skip_space()
-            c = self.peek()
-            if c == "}":
-                self.advance()
-                return Node("object", members, line, col)
-            if not c:
-                self.fail("unexpected end of file: '{' opened here is never closed", line, col)
-            if members and sep != "comma":
-                if sep != "newline":
-                    self.fail(f"expected ',' or '}}' after the value, found {c!r}")
-                self.features.append(Feature("missing_comma", self.line, self.col))
+        seen = {}
+
+        def member():
             key_line, key_col = self.line, self.col
             key = self.key()
             self.skip_space()
@@ -250,27 +238,32 @@ class _Reader:
                 self.features.append(Feature("duplicate_key", key_line, key_col,
                                              f"{key}\t{seen[key][0]}:{seen[key][1]}"))
             seen[key] = (key_line, key_col)
-            members.append(Member(key, key_line, key_col, value))
-            sep = self.separator("}")
+            return Member(key, key_line, key_col, value)
+
+        return self._container("object", "{", "}", member)
 
     def array(self):
+        return self._container("array", "[", "]", self.value)
+
+    def _container(self, kind, opener, closer, read_item):
+        """Read `opener item, item ... closer`; hjson lets newlines stand in for commas."""
         line, col = self.line, self.col
-        self.advance()  # [
+        self.advance()  # the opener
         items, sep = [], ""
         while True:
             self.skip_space()
             c = self.peek()
-            if c == "]":
+            if c == closer:
                 self.advance()
-                return Node("array", items, line, col)
+                return Node(kind, items, line, col)
             if not c:
-                self.fail("unexpected end of file: '[' opened here is never closed", line, col)
+                self.fail(f"unexpected end of file: '{opener}' opened here is never closed", line, col)
             if items and sep != "comma":
                 if sep != "newline":
-                    self.fail(f"expected ',' or ']' after the value, found {c!r}")
+                    self.fail(f"expected ',' or '{closer}' after the value, found {c!r}")
                 self.features.append(Feature("missing_comma", self.line, self.col))
-            items.append(self.value())
-            sep = self.separator("]")
+            items.append(read_item())
+            sep = self.separator(closer)
 
     def separator(self, closer):
         """After a value: "comma", "newline" (hjson's separator) or "" (nothing before the next
