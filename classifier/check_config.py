@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from .preflight import EXIT_ERROR, Finding, count_line, exit_code
+from classifier.preflight import EXIT_ERROR, Finding, count_line, exit_code
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
 
@@ -88,7 +88,7 @@ def read_text(path):
 
 def choose_schema(requested):
     """(Schema, why): the installed DeepSpeed's when possible and wanted, else the built-in."""
-    from . import ds_introspect
+    from classifier import ds_introspect
     if requested == "builtin":
         return ds_introspect.builtin_schema(), "requested with --schema builtin"
     schema = ds_introspect.deepspeed_schema()
@@ -103,7 +103,7 @@ def choose_schema(requested):
 # --- syntax -----------------------------------------------------------------------------------
 def syntax_findings(text, parsed, hf):
     """Findings about the file's grammar, and whether the content could be read at all."""
-    from .config_parse import HJSON_ONLY, deepspeed_verdict, json_verdict
+    from classifier.config_parse import HJSON_ONLY, deepspeed_verdict, json_verdict
     findings = []
     strict = json_verdict(text)
     ds = deepspeed_verdict(text, parsed)
@@ -173,8 +173,8 @@ def _syntax_fix(kind):
 def check_config(text, world=None, hf=False, params=None, largest_layer=0, gpu_memory_gib=None,
                  schema=None):
     """Check config text; return (findings sorted by position, schema used)."""
-    from . import config_checks, config_optim, config_zero, ds_introspect
-    from .config_parse import parse_config
+    from classifier import config_checks, config_optim, config_zero, ds_introspect
+    from classifier.config_parse import parse_config
     schema = schema or ds_introspect.builtin_schema()
     parsed = parse_config(text)
     findings, readable = syntax_findings(text, parsed, hf)
@@ -203,8 +203,8 @@ def check_config(text, world=None, hf=False, params=None, largest_layer=0, gpu_m
 
 def _second_opinion(ctx):
     """Let DeepSpeed build its DeepSpeedConfig from the config; report what our checks missed."""
-    from . import ds_introspect
-    from .config_checks import BATCH_KEYS, strip_auto
+    from classifier import ds_introspect
+    from classifier.config_checks import BATCH_KEYS, strip_auto
     data = strip_auto(ctx.data)
     batch = ctx.batch
     for key in BATCH_KEYS:
@@ -268,7 +268,7 @@ def render_json(path, findings, schema, why, world, out):
 
 
 def main(argv):
-    from .config_checks import World
+    from classifier.config_checks import World
     parser = _parser()
     args = parser.parse_args(argv)
     if args.nodes and not args.gpus_per_node:

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from .render import FORMATS
+from classifier.render import FORMATS
 
 EXIT_FOUND, EXIT_NOTHING, EXIT_ERROR, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
 
@@ -78,7 +78,7 @@ def _run_subcommand(name, argv):
 
 def _load_rules(args):
     """The rule set, or None after printing every problem of invalid rule files."""
-    from .rules import RuleError, default_rules, env_rules_dirs, load_rules
+    from classifier.rules import RuleError, default_rules, env_rules_dirs, load_rules
     extra = env_rules_dirs() + args.rules_dir
     try:
         return load_rules(extra) if extra else default_rules()
@@ -98,7 +98,7 @@ def _check_args(args, argv):
     if files.count("-") > 1:
         return "'-' (stdin) can be given only once"
     if args.k8s_termination_log:
-        from .integrations.k8s import check_path
+        from classifier.integrations.k8s import check_path
         # Only `--k8s-termination-log FILE` (space form) can have swallowed a log file name.
         spaced = K8S_OPTION in argv and argv.index(K8S_OPTION) + 1 < len(argv) and \
             argv[argv.index(K8S_OPTION) + 1] == args.k8s_termination_log
@@ -111,8 +111,8 @@ def _expand_job_dirs(paths):
     out = []
     for path in paths:
         if path != "-" and os.path.isdir(path):
-            from .jobdir import job_files
-            from .reader import InputError
+            from classifier.jobdir import job_files
+            from classifier.reader import InputError
             files = job_files(path)
             if not files:
                 raise InputError(f"{path}: a directory without log files (*.log, *.out, *.err, "
@@ -125,10 +125,10 @@ def _expand_job_dirs(paths):
 
 def _emit(result, args, stream):
     """Render the diagnosis; redacted unless it is text on a terminal or --no-redact."""
-    from .render import render
+    from classifier.render import render
     on_terminal = args.format == "text" and stream.isatty()
     if not args.no_redact and not on_terminal:
-        from .redact import redact_diagnosis
+        from classifier.redact import redact_diagnosis
         result = redact_diagnosis(result)
     color = {"always": True, "never": False}.get(args.color)
     render(result, args.format, stream, color=color)
@@ -138,9 +138,9 @@ def _emit(result, args, stream):
 def _write_termination_log(result, args):
     """Write the Kubernetes verdict; a failure is reported but keeps the category's exit code,
     which is what the Job's podFailurePolicy acts on."""
-    from .integrations.k8s import write_termination_log
+    from classifier.integrations.k8s import write_termination_log
     if not args.no_redact:
-        from .redact import redact_diagnosis
+        from classifier.redact import redact_diagnosis
         result = redact_diagnosis(result)
     try:
         write_termination_log(args.k8s_termination_log, result)
@@ -152,7 +152,7 @@ def _exit_code(result, args):
     if args.exit_zero:
         return EXIT_FOUND
     if args.k8s_termination_log:
-        from .verdict import k8s_exit_code
+        from classifier.verdict import k8s_exit_code
         return k8s_exit_code(result["category"])
     return EXIT_NOTHING if result["category"] in ("none", "unknown") else EXIT_FOUND
 
@@ -163,11 +163,11 @@ def diagnose_main(argv):
     problem = _check_args(args, argv)
     if problem:
         return _error(problem)
-    from .diagnose import diagnose_job
-    from .reader import InputError
+    from classifier.diagnose import diagnose_job
+    from classifier.reader import InputError
     rules = _load_rules(args)
     if args.tee:
-        from .tee import tee_and_diagnose
+        from classifier.tee import tee_and_diagnose
         # The log passes through even when the rules are broken: never eat a training log.
         result, stats = tee_and_diagnose(rules, diagnose_job)
         if stats.stdout_error:

@@ -18,7 +18,7 @@ def main(argv):
                    help="with export: the rules' keywords as POSIX EREs, one per line, "
                         "for `grep -iE -f` (what dsdiag's scan looks for)")
     args = p.parse_args(argv)
-    from .rules import RuleError, load_rules
+    from classifier.rules import RuleError, load_rules
     try:
         rules = load_rules(args.dirs, check_builtin=True)
     except RuleError as exc:
@@ -34,7 +34,7 @@ def main(argv):
     if args.action == "lint":
         print(f"{len(rules.rules)} rules in {len(rules.categories)} categories: ok")
         return 0
-    from .ruletest import check_example, example_cases
+    from classifier.ruletest import check_example, example_cases
     failed = total = 0
     for _, rule, kind, text, facts in example_cases(rules):
         total += 1

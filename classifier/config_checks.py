@@ -9,8 +9,8 @@ would say where it says anything, and say "silently" where it says nothing.
 
 from dataclasses import dataclass, field
 
-from . import ds_introspect, ds_schema
-from .preflight import Finding, did_you_mean
+from classifier import ds_introspect, ds_schema
+from classifier.preflight import Finding, did_you_mean
 
 STRICT_SECTIONS = set(ds_introspect.MODEL_SECTIONS)  # pydantic, extra="forbid": unknown = fatal
 

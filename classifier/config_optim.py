@@ -7,9 +7,9 @@ importable the accepted parameters come from the real constructors' signatures; 
 classifier.ds_schema.
 """
 
-from . import ds_introspect, ds_schema
-from .config_checks import as_stage, is_int, truthy
-from .preflight import did_you_mean
+from classifier import ds_introspect, ds_schema
+from classifier.config_checks import as_stage, is_int, truthy
+from classifier.preflight import did_you_mean
 
 
 def _torch_names(ctx, module, fallback):

@@ -6,8 +6,8 @@ estimate_zero3_model_states_mem_needs when deepspeed is importable, else with th
 formula.
 """
 
-from . import ds_introspect
-from .config_checks import as_stage, truthy
+from classifier import ds_introspect
+from classifier.config_checks import as_stage, truthy
 
 GIB = 1024 ** 3
 

@@ -7,17 +7,17 @@ job and returns the diagnosis as plain data, so the CLI, triage and tests all sh
 import os
 import re
 
-from . import taxonomy
-from .match import KeywordIndex, scan
-from .normalize import normalize
-from .reader import Warnings, byte_chunks, check_readable, display_name, read_lines
-from .remediation import derive_facts, remediation_for
-from .rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
+from classifier import taxonomy
+from classifier.match import KeywordIndex, scan
+from classifier.normalize import normalize
+from classifier.reader import Warnings, byte_chunks, check_readable, display_name, read_lines
+from classifier.remediation import derive_facts, remediation_for
+from classifier.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
                         merged_facts, pick_root_cause)
-from .rules import default_rules
-from .region import FailureRegion, mask
-from .signals import FailureSignals
-from .verdict import retry_verdict
+from classifier.rules import default_rules
+from classifier.region import FailureRegion, mask
+from classifier.signals import FailureSignals
+from classifier.verdict import retry_verdict
 
 SCHEMA_VERSION = 1
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
@@ -44,7 +44,7 @@ SELECT_ABOVE = 32 << 20  # inputs bigger than this go through the prefilter (pre
 
 
 def _finder_for(rules, engine="auto"):
-    from .prefilter import SIGNAL_LITERALS, make_finder
+    from classifier.prefilter import SIGNAL_LITERALS, make_finder
     cache = rules.__dict__.setdefault("_finders", {})
     if engine not in cache:
         literals = {k for rule in rules.rules for k in rule.keywords} | set(SIGNAL_LITERALS)
@@ -60,7 +60,7 @@ def _raw_lines(path, warnings, rules, chunk_size, select):
         select = os.path.getsize(path) > SELECT_ABOVE
     if not select:
         return read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
-    from .prefilter import BIG_CHUNK, select_lines
+    from classifier.prefilter import BIG_CHUNK, select_lines
     finder = _finder_for(rules, select if isinstance(select, str) else "auto")
     return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK), display_name(path),
                         warnings, finder)
@@ -69,8 +69,8 @@ def _raw_lines(path, warnings, rules, chunk_size, select):
 def _stream_lines(path, warnings, rules, chunk_size):
     """A pipe or compressed stream: read whole if it ends within SELECT_ABOVE bytes, else prefilter."""
     from itertools import chain
-    from .prefilter import select_lines
-    from .reader import split_lines
+    from classifier.prefilter import select_lines
+    from classifier.reader import split_lines
     chunks = byte_chunks(path, warnings, chunk_size) if chunk_size else byte_chunks(path, warnings)
     head, size = [], 0
     for block in chunks:
@@ -202,7 +202,7 @@ def _symptom_overruled(winner, hits, signals, unexplained):
 
 def _model_guess(region, rules):
     """Ask the fallback text model about a failure no rule explains; None below its threshold."""
-    from .model import load_model  # plain JSON + math: cheap, but only needed here
+    from classifier.model import load_model  # plain JSON + math: cheap, but only needed here
     model = load_model()
     if model is None:
         return None

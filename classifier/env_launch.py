@@ -9,7 +9,7 @@ import re
 import socket
 import threading
 
-from .envcheck import DEFAULT_HOSTFILE, DEFAULT_PORT, _int_var
+from classifier.envcheck import DEFAULT_HOSTFILE, DEFAULT_PORT, _int_var
 
 
 def resolve(host, timeout):

@@ -23,8 +23,8 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 
-from .preflight import EXIT_CLEAN, EXIT_ERROR, EXIT_PROBLEMS
-from .taxonomy import layer_of
+from classifier.preflight import EXIT_CLEAN, EXIT_ERROR, EXIT_PROBLEMS
+from classifier.taxonomy import layer_of
 
 SECTIONS = ("install", "environment", "launch")
 DEFAULT_PORT = 29500  # deepspeed/constants.py TORCH_DISTRIBUTED_DEFAULT_PORT; torchrun's too
@@ -292,14 +292,14 @@ def collect(sections, env=None, args=None, timeout=10.0):
     args = args or argparse.Namespace(hostfile=None, master_addr=None, master_port=None)
     report = Report(timeout)
     if "install" in sections:
-        from .env_install import check_install
+        from classifier.env_install import check_install
         check_install(report)
     elif "environment" in sections or "launch" in sections:
         _gpus_without_torch(report)
     if "environment" in sections:
         check_environment(report, env)
     if "launch" in sections:
-        from .env_launch import check_launch
+        from classifier.env_launch import check_launch
         check_launch(report, env, args)
     return report
 
@@ -309,7 +309,7 @@ def _gpus_without_torch(report):
     query = run_command(["nvidia-smi", "--query-gpu=index,uuid,name,memory.total,driver_version",
                          "--format=csv,noheader"], report.timeout)
     if query is not None and query[0] == 0:
-        from .env_install import parse_nvidia_smi
+        from classifier.env_install import parse_nvidia_smi
         report.gpus = parse_nvidia_smi(query[1], "")[0]
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from .diagnose import diagnose_job
-from .rules import default_rules
-from .taxonomy import ALL_IDS
+from classifier.diagnose import diagnose_job
+from classifier.rules import default_rules
+from classifier.taxonomy import ALL_IDS
 
 
 def find_cases(root):

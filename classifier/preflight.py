@@ -7,7 +7,7 @@ diagnosis (classifier/taxonomy.py), so a finding here and a failure in a log rea
 import difflib
 from dataclasses import asdict, dataclass, field
 
-from .taxonomy import layer_of
+from classifier.taxonomy import layer_of
 
 # Exit codes: the grep/ripgrep contract the log diagnosis also keeps.
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2

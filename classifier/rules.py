@@ -11,7 +11,7 @@ from pathlib import Path
 import regex
 import yaml
 
-from .taxonomy import CATEGORIES
+from classifier.taxonomy import CATEGORIES
 
 ROLES = ("cause", "symptom")
 _FILE_KEYS = {"category", "layer", "title", "checklist", "remediation", "references", "rules"}

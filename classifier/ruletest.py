@@ -1,9 +1,9 @@
 """Run the examples that rule files carry: the test suite and `dsdiag rules test` share this."""
 
-from .diagnose import _index_for
-from .match import scan
-from .normalize import normalize
-from .reader import RawLine
+from classifier.diagnose import _index_for
+from classifier.match import scan
+from classifier.normalize import normalize
+from classifier.reader import RawLine
 
 
 def hits_for_text(text, rules):

@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from .evaluate import find_cases
-from .model import TOKEN, TextModel
-from .region import region_of_files, region_text
+from classifier.evaluate import find_cases
+from classifier.model import TOKEN, TextModel
+from classifier.region import region_of_files, region_text
 
 MAX_FEATURES = 3000
 FOLDS = 5
@@ -27,7 +27,7 @@ def load_corpus(root, with_rule_outcome=False):
 
     `reaches_model` marks the cases the fallback model would see: a failure no rule explains.
     """
-    from .diagnose import diagnose_job
+    from classifier.diagnose import diagnose_job
     texts, labels, groups, reaches = [], [], [], []
     for log, meta in find_cases(root):
         texts.append(region_text(region_of_files([str(log)])))

@@ -99,15 +99,15 @@ def rules_for(rules_dirs):
     """The rule set for these extra rule directories, loaded once per process."""
     key = tuple(rules_dirs)
     if key not in _RULES_CACHE:
-        from .rules import default_rules, load_rules
+        from classifier.rules import default_rules, load_rules
         _RULES_CACHE[key] = load_rules(list(key)) if key else default_rules()
     return _RULES_CACHE[key]
 
 
 def triage_job(job, files, rules_dirs=(), redact=True):
     """Diagnose one job; return `{"job", "group", **contract}` or `{"job", ..., "error"}`."""
-    from .diagnose import SCHEMA_VERSION, diagnose_job
-    from .reader import InputError
+    from classifier.diagnose import SCHEMA_VERSION, diagnose_job
+    from classifier.reader import InputError
     try:
         result = diagnose_job(list(files), rules_for(rules_dirs))
     except InputError as exc:
@@ -116,7 +116,7 @@ def triage_job(job, files, rules_dirs=(), redact=True):
         return {"job": job, "schema_version": SCHEMA_VERSION,
                 "error": f"internal error: {type(exc).__name__}: {exc}"}
     if redact:
-        from .redact import redact_diagnosis
+        from classifier.redact import redact_diagnosis
         result = redact_diagnosis(result)
     out = {"job": job, "group": group_key(result)}
     out.update(result)
@@ -222,7 +222,7 @@ def _collect_paths(args):
 
 def find_jobs(paths):
     """[(job, files)] for all PATHs; ValueError naming the first PATH that yields nothing."""
-    from .jobdir import discover_jobs
+    from classifier.jobdir import discover_jobs
     jobs = []
     for path in paths:
         if not os.path.exists(path):
@@ -236,7 +236,7 @@ def find_jobs(paths):
 
 
 def _check_rules(rules_dirs):
-    from .rules import RuleError
+    from classifier.rules import RuleError
     try:
         rules_for(rules_dirs)
     except RuleError as exc:
@@ -271,13 +271,13 @@ def main(argv):
         return _error(str(exc))
     if not jobs:
         return _error("no jobs: name log files, job directories or archives (see --help)")
-    from .rules import env_rules_dirs
+    from classifier.rules import env_rules_dirs
     rules_dirs = tuple(env_rules_dirs() + args.rules_dir)
     if not _check_rules(rules_dirs):
         return EXIT_ERROR
     redact = not args.no_redact
     if args.dask:
-        from .integrations.dask_triage import DaskError, run_on_dask
+        from classifier.integrations.dask_triage import DaskError, run_on_dask
         try:
             finished = run_on_dask(args.dask, jobs, rules_dirs, redact, args.dask_timeout)
         except DaskError as exc:
@@ -302,10 +302,10 @@ def main(argv):
         if close:
             close()
     if not args.quiet:
-        from .render.summary import print_summary
+        from classifier.render.summary import print_summary
         print_summary(results, sys.stderr)
     if args.html:
-        from .render.html import write_html
+        from classifier.render.html import write_html
         try:
             write_html(results, args.html)
         except OSError as exc:

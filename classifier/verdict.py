@@ -13,7 +13,7 @@ retryable band (docs/integrations.md). The codes stay clear of 126/127 (shell er
 128+N (killed by signal N), which the container runtime reports for other reasons.
 """
 
-from . import taxonomy
+from classifier import taxonomy
 
 # category -> (retryable, one-line reason). Every taxonomy category has an entry (tested).
 VERDICTS = {

@@ -12,7 +12,7 @@ Dask is imported here only, when --dask is used: `dsdiag` itself never needs it.
 
 import os
 
-from ..triage import make_batches, triage_batch
+from classifier.triage import make_batches, triage_batch
 
 CONNECT_TIMEOUT_S = 20
 

@@ -13,7 +13,7 @@ With `--k8s-termination-log` dsdiag also exits with the per-category codes of
 
 import os
 
-from ..verdict import k8s_exit_code
+from classifier.verdict import k8s_exit_code
 
 DEFAULT_PATH = "/dev/termination-log"
 MAX_BYTES = 4096

@@ -262,10 +262,10 @@ def annotate(args, env):
     if context == "epilog_slurmd" and node and batch_host and node != batch_host:
         return f"job {job_id}: not the batch host ({batch_host}); nothing to do"
 
-    from .. import model  # noqa: F401 - imported (like all below) before dropping to the job user
-    from ..diagnose import diagnose_job
-    from ..redact import load_patterns, redact_diagnosis
-    from ..rules import default_rules, env_rules_dirs, load_rules
+    from classifier import model  # noqa: F401 - imported (like all below) before dropping to the job user
+    from classifier.diagnose import diagnose_job
+    from classifier.redact import load_patterns, redact_diagnosis
+    from classifier.rules import default_rules, env_rules_dirs, load_rules
     extra = env_rules_dirs() + args.rules_dir
     rules = load_rules(extra) if extra else default_rules()
     load_patterns()

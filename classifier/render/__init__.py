@@ -6,11 +6,11 @@ FORMATS = ("text", "json", "markdown")
 def render(diagnosis, fmt, stream, color=None):
     """Write the diagnosis to `stream` in the chosen format."""
     if fmt == "json":
-        from .json import render_json
+        from classifier.render.json import render_json
         render_json(diagnosis, stream)
     elif fmt == "markdown":
-        from .markdown import render_markdown
+        from classifier.render.markdown import render_markdown
         render_markdown(diagnosis, stream)
     else:
-        from .text import render_text
+        from classifier.render.text import render_text
         render_text(diagnosis, stream, color=color)

@@ -21,7 +21,7 @@ import html
 import json
 import time
 
-from .summary import summarize
+from classifier.render.summary import summarize
 
 MAX_TEXT = 2000
 MAX_CELL = 240
@@ -49,7 +49,7 @@ def category_colour(result_or_category, layer=None):
     if category in OUTCOME_COLOURS:
         return OUTCOME_COLOURS[category]
     if layer is None:
-        from ..taxonomy import layer_of
+        from classifier.taxonomy import layer_of
         layer = layer_of(category)
     return LAYER_COLOURS.get(layer, LAYER_COLOURS[None])
 
@@ -239,7 +239,7 @@ _HEADERS = (("job", "job"), ("category", "category"), ("layer", "layer"),
 
 def render_html(results, title="dsdiag triage"):
     """The whole page as a string."""
-    from .html_assets import CSS, ERROR_TRAP, SCRIPT
+    from classifier.render.html_assets import CSS, ERROR_TRAP, SCRIPT
     n = len(results)
     heads = "".join(f'<th data-key="{key}" aria-sort="none" tabindex="0">{label}</th>' if key
                     else f"<th>{label}</th>" for key, label in _HEADERS)
