@@ -35,7 +35,7 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || \
 	  echo "note: no chromium here and not root: tests/test_html.py will fail (apt-get install chromium)"
 
-# Retrain the fallback model on corpus/ (deterministic) and write classifier/model.json.
+# Retrain the fallback model on corpus/ (deterministic) and write classifier/diagnosis/model.json.
 model: install-test
 	$(BIN)/python -m classifier.train
 

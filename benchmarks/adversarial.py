@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from classifier.diagnose import diagnose_job  # noqa: E402
-from classifier.reader import MAX_LINE  # noqa: E402
+from classifier.diagnosis.diagnose import diagnose_job  # noqa: E402
+from classifier.diagnosis.read import MAX_LINE  # noqa: E402
 from classifier.rules import default_rules  # noqa: E402
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from classifier.diagnose import diagnose_job
+from classifier.diagnosis.diagnose import diagnose_job
 from classifier.rules import default_rules
 from classifier.taxonomy import ALL_IDS
 

@@ -29,7 +29,7 @@ job, never to jobs of their own (name single-file jobs on the command line inste
 import os
 import re
 
-from classifier.diagnose import rank_from_path
+from classifier.diagnosis.diagnose import rank_from_path
 
 MAX_DEPTH = 6
 _COMPRESSED = r"(?:\.(?:gz|bz2|xz))?"

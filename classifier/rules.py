@@ -5,6 +5,7 @@ file as `path:line:col: message` instead of stopping at the first, so a rule aut
 the whole list in one run.
 """
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -91,9 +92,10 @@ class CategoryInfo:
 class RuleSet:
     """All loaded rules plus their category info."""
 
-    def __init__(self, rules, categories):
+    def __init__(self, rules, categories, version="unversioned"):
         self.rules = rules
         self.categories = categories
+        self.version = version  # "sha256:<12 hex>": which rule files produced a diagnosis
 
     def by_id(self, rule_id):
         """Return the rule with this id, or None."""
@@ -315,6 +317,7 @@ def load_rules(directories=None, check_builtin=False):
     problems = []
     by_id = {}
     categories = {}
+    digest = hashlib.sha256()
     for directory in dirs:
         if not directory.is_dir():
             problems.append(f"{directory}:1:1: not a directory")
@@ -322,6 +325,7 @@ def load_rules(directories=None, check_builtin=False):
         seen = set()
         for path in rule_files(directory):
             data, found = validate_file(path, seen, check_builtin or directory != builtin)
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
             problems.extend(found)
             if data is None:
                 continue
@@ -330,7 +334,7 @@ def load_rules(directories=None, check_builtin=False):
                 by_id[rule["id"]] = Rule(rule, data["category"], str(path))
     if problems:
         raise RuleError(problems)
-    return RuleSet(list(by_id.values()), categories)
+    return RuleSet(list(by_id.values()), categories, "sha256:" + digest.hexdigest()[:12])
 
 
 _DEFAULT = None

@@ -1,9 +1,9 @@
 """Run the examples that rule files carry: the test suite and `dsdiag rules test` share this."""
 
-from classifier.diagnose import _index_for
-from classifier.match import scan
-from classifier.normalize import normalize
-from classifier.reader import RawLine
+from classifier.diagnosis.diagnose import _index_for
+from classifier.diagnosis.match import scan
+from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.read import RawLine
 
 
 def hits_for_text(text, rules):

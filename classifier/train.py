@@ -1,6 +1,6 @@
 """Train the fallback model on the corpus and export it as plain JSON (`make model`).
 
-    python -m classifier.train [--corpus corpus] [--out classifier/model.json] [--cv-only]
+    python -m classifier.train [--corpus corpus] [--out classifier/diagnosis/model.json] [--cv-only]
 
 Cross-validation holds out whole scenario families (GroupKFold on `family`), so no family
 seen in training is ever scored; the out-of-fold probabilities calibrate the threshold below
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from classifier.evaluate import find_cases
-from classifier.model import TOKEN, TextModel
-from classifier.region import region_of_files, region_text
+from classifier.diagnosis.fallback import MODEL_PATH, TOKEN, TextModel
+from classifier.diagnosis.region import region_of_files, region_text
 
 MAX_FEATURES = 3000
 FOLDS = 5
@@ -27,7 +27,7 @@ def load_corpus(root, with_rule_outcome=False):
 
     `reaches_model` marks the cases the fallback model would see: a failure no rule explains.
     """
-    from classifier.diagnose import diagnose_job
+    from classifier.diagnosis.diagnose import diagnose_job
     texts, labels, groups, reaches = [], [], [], []
     for log, meta in find_cases(root):
         texts.append(region_text(region_of_files([str(log)])))
@@ -110,7 +110,7 @@ def report(oof, labels, reaches, threshold, out):
 
 
 def export(vec, clf, threshold):
-    """The fitted model as plain data for classifier.model.TextModel."""
+    """The fitted model as plain data for classifier.diagnosis.fallback.TextModel."""
     return {
         "format": 1,
         "classes": [str(c) for c in clf.classes_],
@@ -127,7 +127,7 @@ def main(argv=None):
     """Train, cross-validate and export."""
     p = argparse.ArgumentParser(prog="python -m classifier.train")
     p.add_argument("--corpus", default="corpus")
-    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "model.json"))
+    p.add_argument("--out", default=str(MODEL_PATH))
     p.add_argument("--cv-only", action="store_true")
     args = p.parse_args(argv)
     # One BLAS/OpenMP thread: a multi-threaded reduction sums in a different order from run to

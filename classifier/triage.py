@@ -3,7 +3,7 @@
 Each PATH is cut into jobs by classifier.jobdir.discover_jobs: a file is one job, a directory
 holding log files (or a torchrun --log-dir layout) is one job, any other directory is an archive
 whose sub-directories are looked at by the same rule. Every job is diagnosed by the same pure
-function as `dsdiag FILE...` (classifier.diagnose.diagnose_job), in a process pool
+function as `dsdiag FILE...` (classifier.diagnosis.diagnose.diagnose_job), in a process pool
 (`--workers`, default one per core) or on a Dask cluster (`--dask ADDRESS`).
 
 Output:
@@ -106,8 +106,8 @@ def rules_for(rules_dirs):
 
 def triage_job(job, files, rules_dirs=(), redact=True):
     """Diagnose one job; return `{"job", "group", **contract}` or `{"job", ..., "error"}`."""
-    from classifier.diagnose import SCHEMA_VERSION, diagnose_job
-    from classifier.reader import InputError
+    from classifier.diagnosis.diagnose import SCHEMA_VERSION, diagnose_job
+    from classifier.diagnosis.read import InputError
     try:
         result = diagnose_job(list(files), rules_for(rules_dirs))
     except InputError as exc:

@@ -8,7 +8,25 @@ import os
 
 from conftest import DEMO, LOGS, diagnose_json, run_dsdiag
 
-CONTRACT = {"schema_version", "category", "layer", "title", "confidence", "source", "rule",
+# A user rule file: only `category` and `rules`; the checklist and remediation stay built-in.
+USER_RULE = """\
+category: gpu_hardware
+layer: env
+title: x
+checklist: x
+remediation: [x]
+references: [x]
+rules:
+  - id: gpu_hardware.site_bmc_alarm
+    title: The node's BMC reported a GPU power alarm
+    keywords: ["bmc alarm"]
+    patterns: ['BMC ALARM gpu(?P<gpu>\\d+) power']
+    examples:
+      match: ["BMC ALARM gpu3 power", "node7: BMC ALARM gpu0 power fault", "x BMC ALARM gpu1 power"]
+      no_match: ["BMC ok gpu3 power", "BMC ALARM fan"]
+"""
+
+CONTRACT = {"schema_version", "tool", "category", "layer", "title", "confidence", "source", "rule",
             "evidence", "facts", "remediation", "secondary", "warnings", "retryable", "retry_reason"}
 
 
@@ -17,6 +35,7 @@ def test_json_contract_fields_and_types():
     assert code == 0
     assert set(d) == CONTRACT
     assert d["schema_version"] == 1
+    assert d["tool"]["name"] == "dsdiag" and d["tool"]["rules"].startswith("sha256:")
     assert d["category"] == "gpu_oom" and d["layer"] == "config" and d["source"] == "rule"
     assert 0 < d["confidence"] <= 1 and d["rule"].startswith("gpu_oom.")
     for ev in d["evidence"]:
@@ -181,3 +200,26 @@ def test_closed_stdout_exits_quietly(tmp_path):
     proc = subprocess.run(f"{sys.executable} -m classifier --color never {big} | head -1",
                           shell=True, capture_output=True, cwd=str(DEMO.parent.parent), timeout=60)
     assert proc.stdout.count(b"\n") == 1 and b"Traceback" not in proc.stderr, proc.stderr
+
+
+def test_version_names_the_package_and_the_rule_set(tmp_path):
+    from classifier import __version__
+    proc = run_dsdiag("--version")
+    assert proc.returncode == 0
+    out = proc.stdout.decode()
+    assert out.startswith(f"dsdiag {__version__} (rules sha256:")
+    builtin = out.split("sha256:")[1].rstrip(")\n")
+    assert diagnose_json(DEMO)[1]["tool"] == {"name": "dsdiag", "version": __version__,
+                                              "rules": "sha256:" + builtin}
+    # an extra rule file changes the rule set, so its hash
+    extra = tmp_path / "gpu_hardware.yaml"
+    extra.write_text(USER_RULE)
+    other = run_dsdiag("--version", "--rules-dir", tmp_path).stdout.decode()
+    assert other.startswith("dsdiag ") and builtin not in other
+
+
+def test_help_lists_the_subcommands_in_its_usage():
+    out = run_dsdiag("--help").stdout.decode()
+    usage = out.split("\n\n")[0]
+    for name in ("triage", "check-config", "env", "slurm-annotate", "rules", "eval"):
+        assert name in usage

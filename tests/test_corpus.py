@@ -6,7 +6,7 @@ strict xfail, so fixing it (or breaking it differently) is noticed, and it is ne
 
 import pytest
 
-from classifier.diagnose import diagnose_job
+from classifier.diagnosis.diagnose import diagnose_job
 from classifier.evaluate import find_cases
 from classifier.rules import default_rules
 from conftest import ROOT

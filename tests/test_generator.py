@@ -10,7 +10,7 @@ import sys
 
 import yaml
 
-from classifier.diagnose import diagnose_job
+from classifier.diagnosis.diagnose import diagnose_job
 from conftest import ROOT
 
 QUICK = ("env_no_master_addr_plain", "port_held_plain_env", "cuda_on_cpu_torch_torchrun")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from classifier.reader import CHUNK, MAX_LINE
+from classifier.diagnosis.read import CHUNK, MAX_LINE
 from conftest import DEMO, ROOT, diagnose_json, run_dsdiag
 
 OOM = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB"
@@ -26,7 +26,7 @@ def test_nul_bytes_after_the_first_read_chunk(tmp_path):
 
 
 def test_multibyte_utf8_split_across_a_chunk_edge(tmp_path):
-    from classifier.diagnose import diagnose_job
+    from classifier.diagnosis.diagnose import diagnose_job
     path = tmp_path / "utf8.log"
     text = "[rank1]: │ Résumé — état ✓ │\n".encode() + b"\xff\xfe broken \xc3\n" + OOM + b"\n"
     path.write_bytes(text)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from classifier.model import TextModel, load_model
+from classifier.diagnosis.fallback import TextModel, load_model
 from conftest import ROOT
 
 sklearn = pytest.importorskip("sklearn", reason="scikit-learn is installed by `make test`")
@@ -39,7 +39,7 @@ def test_shipped_model_is_the_one_make_model_trains(tmp_path):
     subprocess.run([sys.executable, "-m", "classifier.train", "--out", str(out)], cwd=ROOT,
                    check=True, capture_output=True, timeout=600)
     fresh = json.loads(out.read_text())
-    shipped = json.loads((ROOT / "classifier" / "model.json").read_text())
+    shipped = json.loads((ROOT / "classifier" / "diagnosis" / "model.json").read_text())
     for key in ("classes", "threshold", "vocabulary"):
         assert fresh[key] == shipped[key], key
     # Floats agree to rounding: numpy's SIMD sums depend on memory alignment, which differs
@@ -51,8 +51,8 @@ def test_shipped_model_is_the_one_make_model_trains(tmp_path):
 
 
 def test_model_answers_only_above_its_threshold(tmp_path, monkeypatch):
-    import classifier.model as m
-    from classifier.diagnose import diagnose_job
+    import classifier.diagnosis.fallback as m
+    from classifier.diagnosis.diagnose import diagnose_job
     # A two-class model that knows one word, so the outcome depends only on the threshold.
     data = {"classes": ["gpu_oom", "unknown"], "vocabulary": {"memmory": 0}, "idf": [1.0],
             "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "threshold": 0.5}
@@ -72,8 +72,8 @@ def test_model_answers_only_above_its_threshold(tmp_path, monkeypatch):
 
 
 def test_rule_hit_never_consults_the_model(monkeypatch):
-    import classifier.model as m
-    from classifier.diagnose import diagnose_job
+    import classifier.diagnosis.fallback as m
+    from classifier.diagnosis.diagnose import diagnose_job
     from conftest import DEMO
     monkeypatch.setattr(m, "load_model", lambda *a: pytest.fail("model consulted"))
     assert diagnose_job([str(DEMO)])["source"] == "rule"

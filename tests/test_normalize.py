@@ -2,7 +2,7 @@
 
 import pytest
 
-from classifier.normalize import strip_prefixes
+from classifier.diagnosis.normalize import strip_prefixes
 
 CASES = [
     # (line, message, rank, host)

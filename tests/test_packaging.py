@@ -16,7 +16,7 @@ def test_wheel_ships_rules_and_diagnoses_outside_the_checkout(tmp_path):
     shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("classifier/_rules/")}
     expected = {p.name for p in (ROOT / "rules").glob("*.yaml")}
     assert expected and expected <= shipped
-    assert "classifier/model.json" in names
+    assert "classifier/diagnosis/model.json" in names
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
                     str(wheel)], check=True, capture_output=True, timeout=300)

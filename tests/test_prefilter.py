@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from classifier.diagnose import _finder_for, diagnose_job
-from classifier.prefilter import PurePythonFinder, select_lines
-from classifier.reader import Warnings, read_lines
+from classifier.diagnosis.diagnose import _finder_for, diagnose_job
+from classifier.diagnosis.prefilter import PurePythonFinder, select_lines
+from classifier.diagnosis.read import Warnings, read_lines
 from classifier.rules import default_rules
 from conftest import DEMO, LOGS, ROOT
 from noise import healthy_lines
@@ -22,7 +22,7 @@ hyperscan = pytest.importorskip("hyperscan", reason="installed with dsdiag on Li
 
 
 def _both():
-    from classifier.prefilter import HyperscanFinder
+    from classifier.diagnosis.prefilter import HyperscanFinder
     return HyperscanFinder(LITERALS), PurePythonFinder(LITERALS)
 
 
@@ -84,14 +84,14 @@ def test_without_the_wheel_the_pure_python_finder_is_used():
     probe = ("import sys\nclass Block:\n    def find_spec(self, name, path=None, target=None):\n"
              "        if name == 'hyperscan': raise ImportError('blocked')\n"
              "sys.meta_path.insert(0, Block())\n"
-             "from classifier.diagnose import _finder_for\nfrom classifier.rules import default_rules\n"
+             "from classifier.diagnosis.diagnose import _finder_for\nfrom classifier.rules import default_rules\n"
              "print(_finder_for(default_rules()).name)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "re", out.stderr
 
 
 def test_big_file_takes_the_prefilter_by_default(tmp_path, monkeypatch):
-    import classifier.diagnose as diag
+    import classifier.diagnosis.diagnose as diag
     path = _noisy_job(tmp_path, 100, total=3000)
     monkeypatch.setattr(diag, "SELECT_ABOVE", 1000)
     calls = []

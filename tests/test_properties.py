@@ -5,8 +5,8 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from classifier.diagnose import diagnose_job
-from classifier.reader import Warnings, split_lines
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.diagnosis.read import Warnings, split_lines
 
 # A fixed seed and a meaningful number of examples in CI: derandomize makes every run try the
 # same inputs, so a failure reproduces; DSDIAG_HYPOTHESIS_EXAMPLES raises the count locally.

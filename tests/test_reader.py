@@ -2,8 +2,8 @@
 
 import gzip
 
-from classifier.normalize import visible_text
-from classifier.reader import MAX_LINE, Warnings, read_lines
+from classifier.diagnosis.normalize import visible_text
+from classifier.diagnosis.read import MAX_LINE, Warnings, read_lines
 
 
 def _read(tmp_path, data, name="x.log"):

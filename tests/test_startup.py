@@ -18,7 +18,7 @@ class Recorder:
         return None
 sys.meta_path.insert(0, Recorder())
 import classifier
-from classifier.diagnose import diagnose_job
+from classifier.diagnosis.diagnose import diagnose_job
 result = diagnose_job([sys.argv[1]])
 from classifier.render import render
 import io

@@ -262,8 +262,8 @@ def annotate(args, env):
     if context == "epilog_slurmd" and node and batch_host and node != batch_host:
         return f"job {job_id}: not the batch host ({batch_host}); nothing to do"
 
-    from classifier import model  # noqa: F401 - imported (like all below) before dropping to the job user
-    from classifier.diagnose import diagnose_job
+    from classifier.diagnosis import fallback  # noqa: F401 - imported (like all below) before dropping to the job user
+    from classifier.diagnosis.diagnose import diagnose_job
     from classifier.redact import load_patterns, redact_diagnosis
     from classifier.rules import default_rules, env_rules_dirs, load_rules
     extra = env_rules_dirs() + args.rules_dir

@@ -66,8 +66,8 @@ def region_text(lines):
 
 def region_of_files(paths):
     """Read a job's files and return its failure-region lines (used by training)."""
-    from classifier.normalize import normalize
-    from classifier.reader import Warnings, read_lines
+    from classifier.diagnosis.normalize import normalize
+    from classifier.diagnosis.read import Warnings, read_lines
     region = FailureRegion()
     warnings = Warnings()
     for i, path in enumerate(paths):

@@ -8,15 +8,15 @@ import os
 import re
 
 from classifier import taxonomy
-from classifier.match import KeywordIndex, scan
-from classifier.normalize import normalize
-from classifier.reader import Warnings, byte_chunks, check_readable, display_name, read_lines
-from classifier.remediation import derive_facts, remediation_for
-from classifier.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
+from classifier.diagnosis.match import KeywordIndex, scan
+from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.read import Warnings, byte_chunks, check_readable, display_name, read_lines
+from classifier.diagnosis.remediate import derive_facts, remediation_for
+from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
                         merged_facts, pick_root_cause)
 from classifier.rules import default_rules
-from classifier.region import FailureRegion, mask
-from classifier.signals import FailureSignals
+from classifier.diagnosis.region import FailureRegion, mask
+from classifier.diagnosis.signals import FailureSignals
 from classifier.verdict import retry_verdict
 
 SCHEMA_VERSION = 1
@@ -35,6 +35,12 @@ def rank_from_path(path):
     return int(m.group(1)) if m else None
 
 
+def tool_info(rules):
+    """What produced a diagnosis: dsdiag's version and the rule set's hash."""
+    from classifier import __version__
+    return {"name": "dsdiag", "version": __version__, "rules": rules.version}
+
+
 def _evidence_json(lines):
     return [{"file": line.source, "line": line.lineno, "rank": line.rank, "text": line.text}
             for line in lines]
@@ -44,7 +50,7 @@ SELECT_ABOVE = 32 << 20  # inputs bigger than this go through the prefilter (pre
 
 
 def _finder_for(rules, engine="auto"):
-    from classifier.prefilter import SIGNAL_LITERALS, make_finder
+    from classifier.diagnosis.prefilter import SIGNAL_LITERALS, make_finder
     cache = rules.__dict__.setdefault("_finders", {})
     if engine not in cache:
         literals = {k for rule in rules.rules for k in rule.keywords} | set(SIGNAL_LITERALS)
@@ -60,7 +66,7 @@ def _raw_lines(path, warnings, rules, chunk_size, select):
         select = os.path.getsize(path) > SELECT_ABOVE
     if not select:
         return read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
-    from classifier.prefilter import BIG_CHUNK, select_lines
+    from classifier.diagnosis.prefilter import BIG_CHUNK, select_lines
     finder = _finder_for(rules, select if isinstance(select, str) else "auto")
     return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK), display_name(path),
                         warnings, finder)
@@ -69,8 +75,8 @@ def _raw_lines(path, warnings, rules, chunk_size, select):
 def _stream_lines(path, warnings, rules, chunk_size):
     """A pipe or compressed stream: read whole if it ends within SELECT_ABOVE bytes, else prefilter."""
     from itertools import chain
-    from classifier.prefilter import select_lines
-    from classifier.reader import split_lines
+    from classifier.diagnosis.prefilter import select_lines
+    from classifier.diagnosis.read import split_lines
     chunks = byte_chunks(path, warnings, chunk_size) if chunk_size else byte_chunks(path, warnings)
     head, size = [], 0
     for block in chunks:
@@ -142,7 +148,7 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True
         unexplained = _first_unexplained_exception(collector.hits, signals)
         if _symptom_overruled(winner, collector.hits, signals, unexplained):
             winner = None
-    result = {"schema_version": SCHEMA_VERSION}
+    result = {"schema_version": SCHEMA_VERSION, "tool": tool_info(rules)}
     if winner is None and signals.survived():
         signals.failed = False
     if winner is None:
@@ -202,7 +208,7 @@ def _symptom_overruled(winner, hits, signals, unexplained):
 
 def _model_guess(region, rules):
     """Ask the fallback text model about a failure no rule explains; None below its threshold."""
-    from classifier.model import load_model  # plain JSON + math: cheap, but only needed here
+    from classifier.diagnosis.fallback import load_model  # plain JSON + math: cheap, but only needed here
     model = load_model()
     if model is None:
         return None

@@ -10,8 +10,8 @@ trie-shaped `re` alternation otherwise; both select exactly the same lines.
 
 from collections import deque
 
-from classifier.match import CONTEXT_LINES, trie_regex
-from classifier.reader import MAX_LINE, RawLine, decode_line
+from classifier.diagnosis.match import CONTEXT_LINES, trie_regex
+from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 
 BIG_CHUNK = 4 << 20         # big enough that per-chunk work vanishes, small for memory
 BEFORE = CONTEXT_LINES + 2   # a rule's context and its two-line-back window

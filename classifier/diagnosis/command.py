@@ -1,0 +1,203 @@
+"""The default command, `dsdiag [FILE...]`: diagnose one job and report it.
+
+Exit codes (the contract schedulers rely on):
+  0   a failure category was diagnosed
+  1   nothing diagnosed: the log looks healthy (`none`) or no rule explains it (`unknown`)
+  2   usage error, unreadable input, or invalid rule files
+With --k8s-termination-log the per-category codes of the taxonomy apply instead (0 none,
+1 unknown, 80-89 retryable, 100-119 fix first), for a podFailurePolicy.
+
+Everything that leaves the terminal (json, markdown, --report files, termination messages,
+Slurm annotations) is redacted (classifier/redaction.yaml); text shown on a terminal is not.
+"""
+
+import argparse
+import os
+import sys
+
+from classifier.render import FORMATS
+
+EXIT_FOUND, EXIT_NOTHING, EXIT_ERROR = 0, 1, 2
+K8S_OPTION = "--k8s-termination-log"
+
+
+def _error(message):
+    sys.stderr.write(f"dsdiag: error: {message}\n")
+    return EXIT_ERROR
+
+
+def _parser(subcommands=()):
+    usage = "dsdiag [OPTIONS] [FILE ...]"
+    if subcommands:
+        usage += "\n       dsdiag {" + ",".join(subcommands) + "} ... (each has its own --help)"
+    p = argparse.ArgumentParser(
+        prog="dsdiag", usage=usage,
+        description="Diagnose a crashed DeepSpeed / PyTorch-distributed job from its log.",
+        epilog="Several files are read as the ranks of one job, and so are the log files of a "
+               "directory (rank files, Slurm %t outputs, torchrun --log-dir); '-' or no file "
+               "reads stdin. "
+               "Exit codes: 0 diagnosed, 1 none/unknown, 2 usage or input error.")
+    p.add_argument("files", nargs="*", metavar="FILE", help="log files (plain, .gz, .bz2, .xz) or one job directory")
+    p.add_argument("-f", "--format", choices=FORMATS,
+                   default=os.environ.get("DSDIAG_FORMAT", "text"),
+                   help="output format (default text; env DSDIAG_FORMAT)")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the text output (auto: on a terminal, unless NO_COLOR is set)")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 whatever the diagnosis (for hooks); errors still exit 2")
+    p.add_argument("--rules-dir", action="append", default=[], metavar="DIR",
+                   help="extra rule directory; its rules add to or override the built-in ones")
+    p.add_argument("--tee", action="store_true",
+                   help="pass stdin through to stdout byte for byte, then write the diagnosis "
+                        "to stderr (or --report) and exit with its code")
+    p.add_argument("--report", metavar="FILE",
+                   help="write the diagnosis to FILE instead of stdout (stderr with --tee)")
+    p.add_argument(K8S_OPTION, nargs="?", const="/dev/termination-log", metavar="PATH",
+                   help="also write a compact verdict (<= 4096 bytes) for Kubernetes to PATH "
+                        "(default /dev/termination-log) and exit with the per-category codes "
+                        "for podFailurePolicy")
+    p.add_argument("--no-redact", action="store_true",
+                   help="do not mask tokens, keys and passwords in what leaves the terminal")
+    p.add_argument("--version", action="store_true",
+                   help="print the dsdiag version and the rule set's hash (with --rules-dir: "
+                        "of the built-in and extra rules together), then exit")
+    return p
+
+
+def _load_rules(args):
+    """The rule set, or None after printing every problem of invalid rule files."""
+    from classifier.rules import RuleError, default_rules, env_rules_dirs, load_rules
+    extra = env_rules_dirs() + args.rules_dir
+    try:
+        return load_rules(extra) if extra else default_rules()
+    except RuleError as exc:
+        for problem in exc.problems:
+            sys.stderr.write(problem + "\n")
+        return None
+
+
+def _check_args(args, argv):
+    """One line naming a usage problem, or None."""
+    files = args.files or ["-"]
+    if args.tee and args.files:
+        return "--tee reads stdin only; give no log files"
+    if files == ["-"] and sys.stdin.isatty():
+        return "no input: pipe a log into dsdiag or name log files (see --help)"
+    if files.count("-") > 1:
+        return "'-' (stdin) can be given only once"
+    if args.k8s_termination_log:
+        from classifier.integrations.k8s import check_path
+        # Only `--k8s-termination-log FILE` (space form) can have swallowed a log file name.
+        spaced = K8S_OPTION in argv and argv.index(K8S_OPTION) + 1 < len(argv) and \
+            argv[argv.index(K8S_OPTION) + 1] == args.k8s_termination_log
+        return check_path(args.k8s_termination_log, spaced)
+    return None
+
+
+def _expand_job_dirs(paths):
+    """Replace a directory by its job's log files (classifier.jobdir); none is an input error."""
+    out = []
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            from classifier.jobdir import job_files
+            from classifier.diagnosis.read import InputError
+            files = job_files(path)
+            if not files:
+                raise InputError(f"{path}: a directory without log files (*.log, *.out, *.err, "
+                                 f"*.txt, torchrun attempt_N/); for many jobs use `dsdiag triage`")
+            out += files
+        else:
+            out.append(path)
+    return out
+
+
+def _emit(result, args, stream):
+    """Render the diagnosis; redacted unless it is text on a terminal or --no-redact."""
+    from classifier.render import render
+    on_terminal = args.format == "text" and stream.isatty()
+    if not args.no_redact and not on_terminal:
+        from classifier.redact import redact_diagnosis
+        result = redact_diagnosis(result)
+    color = {"always": True, "never": False}.get(args.color)
+    render(result, args.format, stream, color=color)
+    stream.flush()
+
+
+def _write_termination_log(result, args):
+    """Write the Kubernetes verdict; a failure is reported but keeps the category's exit code,
+    which is what the Job's podFailurePolicy acts on."""
+    from classifier.integrations.k8s import write_termination_log
+    if not args.no_redact:
+        from classifier.redact import redact_diagnosis
+        result = redact_diagnosis(result)
+    try:
+        write_termination_log(args.k8s_termination_log, result)
+    except OSError as exc:
+        sys.stderr.write(f"dsdiag: cannot write {args.k8s_termination_log}: {exc.strerror or exc}\n")
+
+
+def _print_version(args):
+    from classifier import __version__
+    rules = _load_rules(args)
+    if rules is None:
+        return EXIT_ERROR
+    print(f"dsdiag {__version__} (rules {rules.version})")
+    return EXIT_FOUND
+
+
+def _exit_code(result, args):
+    if args.exit_zero:
+        return EXIT_FOUND
+    if args.k8s_termination_log:
+        from classifier.verdict import k8s_exit_code
+        return k8s_exit_code(result["category"])
+    return EXIT_NOTHING if result["category"] in ("none", "unknown") else EXIT_FOUND
+
+
+def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
+    """Run the default command: diagnose the given files or stdin (or pass it through: --tee)."""
+    args = _parser(subcommands).parse_args(argv)
+    if args.version:
+        return _print_version(args)
+    problem = _check_args(args, argv)
+    if problem:
+        return _error(problem)
+    from classifier.diagnosis.diagnose import diagnose_job
+    from classifier.diagnosis.read import InputError
+    rules = _load_rules(args)
+    if args.tee:
+        from classifier.tee import tee_and_diagnose
+        # The log passes through even when the rules are broken: never eat a training log.
+        result, stats = tee_and_diagnose(rules, diagnose_job)
+        if stats.stdout_error:
+            sys.stderr.write(f"dsdiag: --tee: stdout: {stats.stdout_error}; kept reading the log "
+                             f"for the diagnosis ({stats.bytes_in} bytes)\n")
+        if stats.read_error:
+            sys.stderr.write(f"dsdiag: --tee: stdin: {stats.read_error}; diagnosing the "
+                             f"{stats.bytes_in} bytes read\n")
+        if result is None:
+            return EXIT_ERROR
+    else:
+        if rules is None:
+            return EXIT_ERROR
+        try:
+            result = diagnose_job(_expand_job_dirs(args.files or ["-"]), rules)
+        except InputError as exc:
+            return _error(f"cannot read {exc}")
+    try:
+        if args.report:
+            with open(args.report, "w", encoding="utf-8") as fh:
+                _emit(result, args, fh)
+        else:
+            _emit(result, args, sys.stderr if args.tee else sys.stdout)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        return _error(f"cannot write {exc.filename or 'the report'}: {exc.strerror or exc}")
+    if args.k8s_termination_log:
+        _write_termination_log(result, args)
+    if args.tee and stats.signum is not None and not stats.reached_eof:
+        return 128 + stats.signum
+    return _exit_code(result, args)
+
+
