@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from classifier.diagnosis.diagnose import diagnose_job  # noqa: E402
 from classifier.diagnosis.read import MAX_LINE  # noqa: E402
-from classifier.rules import default_rules  # noqa: E402
+from classifier.rules.load import default_rules  # noqa: E402
 
 
 def cases(rules):

@@ -16,7 +16,7 @@ SUBCOMMANDS = {
     "check-config": "classifier.check_config:main",
     "env": "classifier.envcheck:main",
     "slurm-annotate": "classifier.integrations.slurm:main",
-    "rules": "classifier.cli_rules:main",
+    "rules": "classifier.rules.command:main",
     "eval": "classifier.evaluate:main",
 }
 DEFAULT_COMMAND = "classifier.diagnosis.command:main"

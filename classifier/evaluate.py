@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from classifier.diagnosis.diagnose import diagnose_job
-from classifier.rules import default_rules
+from classifier.rules.load import default_rules
 from classifier.taxonomy import ALL_IDS
 
 

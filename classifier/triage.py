@@ -99,7 +99,7 @@ def rules_for(rules_dirs):
     """The rule set for these extra rule directories, loaded once per process."""
     key = tuple(rules_dirs)
     if key not in _RULES_CACHE:
-        from classifier.rules import default_rules, load_rules
+        from classifier.rules.load import default_rules, load_rules
         _RULES_CACHE[key] = load_rules(list(key)) if key else default_rules()
     return _RULES_CACHE[key]
 
@@ -236,7 +236,7 @@ def find_jobs(paths):
 
 
 def _check_rules(rules_dirs):
-    from classifier.rules import RuleError
+    from classifier.rules.load import RuleError
     try:
         rules_for(rules_dirs)
     except RuleError as exc:
@@ -271,7 +271,7 @@ def main(argv):
         return _error(str(exc))
     if not jobs:
         return _error("no jobs: name log files, job directories or archives (see --help)")
-    from classifier.rules import env_rules_dirs
+    from classifier.rules.load import env_rules_dirs
     rules_dirs = tuple(env_rules_dirs() + args.rules_dir)
     if not _check_rules(rules_dirs):
         return EXIT_ERROR

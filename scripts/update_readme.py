@@ -1,7 +1,7 @@
 """Refresh the README's category table and demo output from the real rules and CLI: run from the repo root."""
 import subprocess, sys
 sys.path.insert(0, ".")
-from classifier.rules import load_rules
+from classifier.rules.load import load_rules
 from classifier.taxonomy import CATEGORIES
 rules = load_rules()
 rows = []

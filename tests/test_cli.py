@@ -11,11 +11,6 @@ from conftest import DEMO, LOGS, diagnose_json, run_dsdiag
 # A user rule file: only `category` and `rules`; the checklist and remediation stay built-in.
 USER_RULE = """\
 category: gpu_hardware
-layer: env
-title: x
-checklist: x
-remediation: [x]
-references: [x]
 rules:
   - id: gpu_hardware.site_bmc_alarm
     title: The node's BMC reported a GPU power alarm
@@ -161,16 +156,13 @@ def test_rules_lint_and_test_subcommands():
     assert b" passed, 0 failed" in tested.stdout
 
 
-def test_rules_dir_adds_and_overrides_rules(tmp_path):
+def test_rules_dir_adds_rules_with_their_own_steps(tmp_path):
     rules = tmp_path / "rules"
     rules.mkdir()
     (rules / "disk_full.yaml").write_text('''\
 category: disk_full
-layer: env
-title: Site storage quota
 checklist: Our cluster's project quota ran out.
 remediation: ["Ask for more quota on {volume}."]
-references: ["https://example.org/quota"]
 rules:
   - id: disk_full.site_quota
     title: The site's project quota was exceeded
@@ -186,10 +178,49 @@ rules:
     d = json.loads(proc.stdout)
     assert (proc.returncode, d["rule"], d["facts"]["volume"]) == (0, "disk_full.site_quota", "/lus/proj1")
     assert "Ask for more quota on /lus/proj1." in d["remediation"]
+    # the built-in disk_full rules keep the built-in checklist and steps
+    builtin = tmp_path / "enospc.log"
+    builtin.write_text("OSError: [Errno 28] No space left on device: '/ckpt/global_step10'\n")
+    alone = json.loads(run_dsdiag("--format", "json", builtin).stdout)
+    joined = json.loads(run_dsdiag("--format", "json", "--rules-dir", rules, builtin).stdout)
+    assert alone["category"] == "disk_full" and joined["remediation"] == alone["remediation"]
+    assert not any("Our cluster" in step or "Ask for more" in step for step in joined["remediation"])
     # A bad user rule file: located error, exit 2.
     (rules / "gpu_oom.yaml").write_text("category: gpu_oom\nrules: [\n")
     bad = run_dsdiag("--rules-dir", rules, log)
     assert bad.returncode == 2 and b"gpu_oom.yaml:" in bad.stderr and b"Traceback" not in bad.stderr
+
+
+def test_a_user_file_with_only_category_and_rules_joins_the_builtin_category(tmp_path):
+    (tmp_path / "gpu_hardware.yaml").write_text(USER_RULE)
+    log = tmp_path / "job.log"
+    log.write_text("step 740 loss 1.2\nnode7: BMC ALARM gpu5 power\n")
+    d = json.loads(run_dsdiag("--format", "json", "--rules-dir", tmp_path, log).stdout)
+    assert (d["category"], d["rule"], d["facts"]["gpu"]) == ("gpu_hardware", "gpu_hardware.site_bmc_alarm", "5")
+    xid = tmp_path / "xid.log"
+    xid.write_text("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n")
+    alone = json.loads(run_dsdiag("--format", "json", xid).stdout)
+    joined = json.loads(run_dsdiag("--format", "json", "--rules-dir", tmp_path, xid).stdout)
+    assert alone["category"] == "gpu_hardware" and alone["rule"] != "gpu_hardware.site_bmc_alarm"
+    assert joined["remediation"] == alone["remediation"]
+    # the user rule is explained with the built-in checklist of its category
+    assert d["remediation"][0] == alone["remediation"][0] and d["remediation"][0].startswith("Checklist:")
+
+
+def test_bad_user_rule_files_are_named_and_located(tmp_path):
+    (tmp_path / "gpu_hardware.yaml").write_text("rules: []\n")
+    (tmp_path / "nccl_timeout.yaml").write_text("category: nccl_timeout\nlayer: env\n" + USER_RULE.split("\n", 1)[1]
+                                                .replace("gpu_hardware.", "nccl_timeout."))
+    (tmp_path / "my_new_category.yaml").write_text(USER_RULE.replace("gpu_hardware", "my_new_category"))
+    (tmp_path / "gpu_oom.yaml").write_text(USER_RULE.replace("gpu_hardware.site_bmc_alarm", "gpu_oom.caching_allocator")
+                                           .replace("category: gpu_hardware", "category: gpu_oom"))
+    proc = run_dsdiag("rules", "lint", tmp_path)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in err
+    assert "gpu_hardware.yaml:1:1: missing key 'category'" in err and "None" not in err
+    assert "nccl_timeout.yaml:2:1: unknown key `layer`: a category's layer and title live in the taxonomy" in err
+    assert "my_new_category.yaml:1:1: `my_new_category` is not a category id of the taxonomy" in err
+    assert "duplicate rule id `gpu_oom.caching_allocator`" in err
 
 
 def test_closed_stdout_exits_quietly(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from classifier.diagnosis.diagnose import diagnose_job
 from classifier.evaluate import find_cases
-from classifier.rules import default_rules
+from classifier.rules.load import default_rules
 from conftest import ROOT
 
 CASES = list(find_cases(ROOT / "corpus"))

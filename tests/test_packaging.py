@@ -17,6 +17,9 @@ def test_wheel_ships_rules_and_diagnoses_outside_the_checkout(tmp_path):
     expected = {p.name for p in (ROOT / "rules").glob("*.yaml")}
     assert expected and expected <= shipped
     assert "classifier/diagnosis/model.json" in names
+    # every module of the checkout is in the wheel (a sub-package left out of pyproject is not)
+    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "classifier").rglob("*.py")}
+    assert modules <= set(names), sorted(modules - set(names))
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
                     str(wheel)], check=True, capture_output=True, timeout=300)
@@ -25,6 +28,6 @@ def test_wheel_ships_rules_and_diagnoses_outside_the_checkout(tmp_path):
                           env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert '"category": "gpu_oom"' in proc.stdout
-    probe = subprocess.run([sys.executable, "-c", "import classifier.rules as r; print(r.builtin_rules_dir())"],
+    probe = subprocess.run([sys.executable, "-c", "import classifier.rules.load as r; print(r.builtin_rules_dir())"],
                            capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site)})
     assert probe.stdout.strip().startswith(str(site))

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from classifier.diagnosis.diagnose import _finder_for, diagnose_job
+from classifier.diagnosis.diagnose import diagnose_job
 from classifier.diagnosis.prefilter import PurePythonFinder, select_lines
 from classifier.diagnosis.read import Warnings, read_lines
-from classifier.rules import default_rules
+from classifier.rules.load import default_rules
 from conftest import DEMO, LOGS, ROOT
 from noise import healthy_lines
 
@@ -61,7 +61,7 @@ def test_prefiltered_diagnosis_equals_the_full_one(tmp_path, failure_at, engine)
 @pytest.mark.parametrize("chunk_bytes", [700, 4096, 65536])
 def test_chunk_boundaries_never_lose_or_repeat_a_selected_line(tmp_path, chunk_bytes):
     path = _noisy_job(tmp_path, 12000, total=16000)
-    finder = _finder_for(RULES, "re")
+    finder = RULES.finder("re")
     w = Warnings()
     chunks = (path.read_bytes()[i:i + 333] for i in range(0, path.stat().st_size, 333))
     picked = [(r.lineno, r.text) for r in select_lines(chunks, "x", w, finder, chunk_bytes)]
@@ -84,17 +84,18 @@ def test_without_the_wheel_the_pure_python_finder_is_used():
     probe = ("import sys\nclass Block:\n    def find_spec(self, name, path=None, target=None):\n"
              "        if name == 'hyperscan': raise ImportError('blocked')\n"
              "sys.meta_path.insert(0, Block())\n"
-             "from classifier.diagnosis.diagnose import _finder_for\nfrom classifier.rules import default_rules\n"
-             "print(_finder_for(default_rules()).name)\n")
+             "from classifier.rules.load import default_rules\n"
+             "print(default_rules().finder().name)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "re", out.stderr
 
 
 def test_big_file_takes_the_prefilter_by_default(tmp_path, monkeypatch):
     import classifier.diagnosis.diagnose as diag
+    from classifier.rules.model import RuleSet
     path = _noisy_job(tmp_path, 100, total=3000)
     monkeypatch.setattr(diag, "SELECT_ABOVE", 1000)
     calls = []
-    real = diag._finder_for
-    monkeypatch.setattr(diag, "_finder_for", lambda *a: calls.append(a) or real(*a))
+    real = RuleSet.finder
+    monkeypatch.setattr(RuleSet, "finder", lambda *a: calls.append(a) or real(*a))
     assert diagnose_job([str(path)])["category"] == "gpu_oom" and calls

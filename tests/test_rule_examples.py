@@ -2,8 +2,8 @@
 
 import pytest
 
-from classifier.rules import default_rules
-from classifier.ruletest import check_example, example_cases
+from classifier.rules.load import default_rules
+from classifier.rules.examples import check_example, example_cases
 
 RULES = default_rules()
 CASES = list(example_cases(RULES))

@@ -46,7 +46,7 @@ def _parser(subcommands=()):
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 whatever the diagnosis (for hooks); errors still exit 2")
     p.add_argument("--rules-dir", action="append", default=[], metavar="DIR",
-                   help="extra rule directory; its rules add to or override the built-in ones")
+                   help="extra rule directory; its rules add to the built-in categories (env DSDIAG_RULES_DIR)")
     p.add_argument("--tee", action="store_true",
                    help="pass stdin through to stdout byte for byte, then write the diagnosis "
                         "to stderr (or --report) and exit with its code")
@@ -66,7 +66,7 @@ def _parser(subcommands=()):
 
 def _load_rules(args):
     """The rule set, or None after printing every problem of invalid rule files."""
-    from classifier.rules import RuleError, default_rules, env_rules_dirs, load_rules
+    from classifier.rules.load import RuleError, default_rules, env_rules_dirs, load_rules
     extra = env_rules_dirs() + args.rules_dir
     try:
         return load_rules(extra) if extra else default_rules()

@@ -8,13 +8,13 @@ import os
 import re
 
 from classifier import taxonomy
-from classifier.diagnosis.match import KeywordIndex, scan
+from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.read import Warnings, byte_chunks, check_readable, display_name, read_lines
 from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
                         merged_facts, pick_root_cause)
-from classifier.rules import default_rules
+from classifier.rules.load import default_rules
 from classifier.diagnosis.region import FailureRegion, mask
 from classifier.diagnosis.signals import FailureSignals
 from classifier.verdict import retry_verdict
@@ -49,15 +49,6 @@ def _evidence_json(lines):
 SELECT_ABOVE = 32 << 20  # inputs bigger than this go through the prefilter (prefilter.py)
 
 
-def _finder_for(rules, engine="auto"):
-    from classifier.diagnosis.prefilter import SIGNAL_LITERALS, make_finder
-    cache = rules.__dict__.setdefault("_finders", {})
-    if engine not in cache:
-        literals = {k for rule in rules.rules for k in rule.keywords} | set(SIGNAL_LITERALS)
-        cache[engine] = make_finder(literals, engine)
-    return cache[engine]
-
-
 def _raw_lines(path, warnings, rules, chunk_size, select):
     """The input's lines: all of them, or for a big input only those the prefilter selects."""
     if select is None and not (path != "-" and os.path.isfile(path)):
@@ -67,7 +58,7 @@ def _raw_lines(path, warnings, rules, chunk_size, select):
     if not select:
         return read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
     from classifier.diagnosis.prefilter import BIG_CHUNK, select_lines
-    finder = _finder_for(rules, select if isinstance(select, str) else "auto")
+    finder = rules.finder(select if isinstance(select, str) else "auto")
     return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK), display_name(path),
                         warnings, finder)
 
@@ -84,15 +75,8 @@ def _stream_lines(path, warnings, rules, chunk_size):
         size += len(block)
         if size > SELECT_ABOVE:
             return select_lines(chain(head, chunks), display_name(path), warnings,
-                                _finder_for(rules))
+                                rules.finder())
     return split_lines(head, display_name(path), warnings)
-
-
-def _index_for(rules):
-    index = getattr(rules, "_keyword_index", None)
-    if index is None:
-        index = rules._keyword_index = KeywordIndex(rules.rules)
-    return index
 
 
 def _finding(category, hits, ranks_seen):
@@ -120,7 +104,7 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True
     (False); by default it runs for files over SELECT_ABOVE bytes.
     """
     rules = rules or default_rules()
-    index = _index_for(rules)
+    index = rules.keyword_index()
     for path in paths:
         check_readable(path)
     warnings = Warnings()
@@ -169,7 +153,7 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True
             "rule": main["rule"],
             "evidence": main["evidence"],
             "facts": main["facts"],
-            "remediation": remediation_for(rules.categories.get(main["category"]), rule,
+            "remediation": remediation_for(rule.info, rule,
                                            main["facts"]),
             "secondary": [_finding(cat, hits, ranks_seen)[0] for cat, hits in groups[1:]],
         })

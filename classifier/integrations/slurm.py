@@ -265,7 +265,7 @@ def annotate(args, env):
     from classifier.diagnosis import fallback  # noqa: F401 - imported (like all below) before dropping to the job user
     from classifier.diagnosis.diagnose import diagnose_job
     from classifier.redact import load_patterns, redact_diagnosis
-    from classifier.rules import default_rules, env_rules_dirs, load_rules
+    from classifier.rules.load import default_rules, env_rules_dirs, load_rules
     extra = env_rules_dirs() + args.rules_dir
     rules = load_rules(extra) if extra else default_rules()
     load_patterns()

@@ -1,6 +1,5 @@
 """Run the examples that rule files carry: the test suite and `dsdiag rules test` share this."""
 
-from classifier.diagnosis.diagnose import _index_for
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.read import RawLine
@@ -9,7 +8,7 @@ from classifier.diagnosis.read import RawLine
 def hits_for_text(text, rules):
     """Return all hits the rule set finds in a snippet of log text."""
     raw = (RawLine("<example>", i, t) for i, t in enumerate(text.splitlines(), 1))
-    return list(scan(normalize(raw), _index_for(rules)))
+    return list(scan(normalize(raw), rules.keyword_index()))
 
 
 def example_cases(rules):

@@ -1,0 +1,249 @@
+"""Rule files: find, load, validate against the schema, compile.
+
+A rule file is data (see docs/writing-rules.md). Validation collects every problem of every
+file as `path:line:col: message` instead of stopping at the first, so a rule author sees
+the whole list in one run.
+"""
+
+import hashlib
+import os
+from pathlib import Path
+
+import yaml
+
+from classifier.rules.lint import check_regexes
+from classifier.rules.model import CategoryInfo, Rule, RuleSet
+from classifier.taxonomy import CATEGORIES
+
+ROLES = ("cause", "symptom")
+_FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
+_TAXONOMY_KEYS = {"layer", "title"}
+_RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
+              "remediation", "examples"}
+MIN_MATCH_EXAMPLES = 3
+MIN_NO_MATCH_EXAMPLES = 2
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class RuleError(Exception):
+    """One or more rule files are invalid; `problems` holds `path:line:col: message` strings."""
+
+    def __init__(self, problems):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def builtin_rules_dir():
+    """Locate the shipped rules: the repo's `rules/` in a checkout, package data when installed."""
+    checkout = Path(__file__).resolve().parents[2] / "rules"
+    if checkout.is_dir():
+        return checkout
+    from importlib.resources import files
+    return Path(str(files("classifier") / "_rules"))
+
+
+def rule_files(directory):
+    """List the `*.yaml` rule files of a directory in a stable order."""
+    return sorted(Path(directory).glob("*.yaml"))
+
+
+# --- validation -------------------------------------------------------------------------
+
+def _marks(node, path=(), out=None):
+    """Map each key path of a composed YAML node to its (line, col), 1-based."""
+    if out is None:
+        out = {}
+    out[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _marks(value, path + (key.value,), out)
+            # A problem with a key's value is reported at the key.
+            out[path + (key.value,)] = (key.start_mark.line + 1, key.start_mark.column + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _marks(item, path + (i,), out)
+    return out
+
+
+def _is_str_list(value, minimum=0):
+    return isinstance(value, list) and len(value) >= minimum and all(
+        isinstance(v, str) and v for v in value)
+
+
+def _check_examples(examples, where, report):
+    if not isinstance(examples, dict):
+        report(where, "examples must be a mapping with `match` and `no_match` lists")
+        return
+    for key, minimum in (("match", MIN_MATCH_EXAMPLES), ("no_match", MIN_NO_MATCH_EXAMPLES)):
+        items = examples.get(key)
+        if not isinstance(items, list) or len(items) < minimum:
+            report(where + (key,) if key in examples else where,
+                   f"examples.{key} needs at least {minimum} entries")
+            continue
+        for i, item in enumerate(items):
+            if isinstance(item, str) and item.strip():
+                continue
+            if isinstance(item, dict) and isinstance(item.get("text"), str) and \
+                    set(item) <= {"text", "facts"} and isinstance(item.get("facts", {}), dict):
+                continue
+            report(where + (key, i), "an example is a string or {text, facts}")
+    extra = set(examples) - {"match", "no_match"}
+    if extra:
+        report(where, f"unknown example keys: {', '.join(sorted(extra))}")
+
+
+def _validate_rule(rule, where, category, seen_ids, report, lint=True):
+    if not isinstance(rule, dict):
+        report(where, "a rule must be a mapping")
+        return
+    for key in sorted(set(rule) - _RULE_KEYS):
+        report(where + (key,), f"unknown rule key `{key}`")
+    rid = rule.get("id")
+    if not isinstance(rid, str) or not rid.startswith(category + "."):
+        report(where + ("id",) if "id" in rule else where,
+               f"rule id must be a string starting with `{category}.`")
+    elif rid in seen_ids:
+        report(where + ("id",), f"duplicate rule id `{rid}` (ids are unique across the built-in "
+                                f"and extra rule files: extra rules add, never replace)")
+    else:
+        seen_ids.add(rid)
+    if not isinstance(rule.get("title"), str):
+        report(where, "rule needs a `title` string")
+    if rule.get("role", "cause") not in ROLES:
+        report(where + ("role",), f"role must be one of {', '.join(ROLES)}")
+    if "priority" in rule and not isinstance(rule["priority"], int):
+        report(where + ("priority",), "priority must be an integer")
+    if not _is_str_list(rule.get("keywords"), 1):
+        report(where + ("keywords",) if "keywords" in rule else where,
+               "keywords must be a non-empty list of strings")
+    if not _is_str_list(rule.get("patterns"), 1):
+        report(where + ("patterns",) if "patterns" in rule else where,
+               "patterns must be a non-empty list of strings")
+    elif lint:
+        keywords = rule["keywords"] if _is_str_list(rule.get("keywords"), 1) else ()
+        check_regexes(rule["patterns"], where + ("patterns",), report, keywords)
+    for key in ("exclude", "context", "remediation"):
+        if key in rule and not _is_str_list(rule[key]):
+            report(where + (key,), f"{key} must be a list of strings")
+        elif key != "remediation" and lint:
+            check_regexes(rule.get(key), where + (key,), report)
+    _check_examples(rule.get("examples"), where + ("examples",), report)
+
+
+def _check_file_keys(data, builtin, report):
+    for key in sorted(set(data) - _FILE_KEYS):
+        hint = (": a category's layer and title live in the taxonomy (classifier/taxonomy.py)"
+                if key in _TAXONOMY_KEYS else "")
+        report((key,), f"unknown key `{key}`{hint}")
+    for key in ("category", "rules"):
+        if key not in data:
+            report((), f"missing key '{key}'")
+    # The built-in files carry the checklist and steps; a user file inherits what it leaves out.
+    if builtin:
+        for key in ("checklist", "remediation", "references"):
+            if key not in data:
+                report((), f"missing key '{key}'")
+    if "checklist" in data and (not isinstance(data["checklist"], str) or not data["checklist"]):
+        report(("checklist",), "`checklist` must be a non-empty string")
+    for key in ("remediation", "references"):
+        if key in data and not _is_str_list(data[key], 1):
+            report((key,), f"`{key}` must be a non-empty list of strings")
+
+
+def validate_file(path, seen_ids=None, lint=True, builtin=False):
+    """Return (data or None, problems, raw bytes) for one rule file; problems are located."""
+    path = Path(path)
+    seen_ids = set() if seen_ids is None else seen_ids
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+        data = yaml.load(text, Loader=_Loader)
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [f"{path}:1:1: cannot read: {exc}"], b""
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        reason = getattr(exc, "problem", None) or str(exc)
+        return None, [f"{path}:{line}:{col}: YAML syntax: {reason}"], raw
+    problems = []
+    marks = {}
+
+    def report(where, message):
+        # Composing node marks is slow in pure-Python YAML: only pay for it on a problem.
+        if not marks:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            marks.update(_marks(node) if node is not None else {(): (1, 1)})
+        line, col = marks.get(tuple(where), marks.get((), (1, 1)))
+        problems.append(f"{path}:{line}:{col}: {message}")
+
+    if not isinstance(data, dict):
+        report((), "a rule file must be a mapping")
+        return None, problems, raw
+    _check_file_keys(data, builtin, report)
+    category = data.get("category")
+    if "category" in data and category != path.stem:
+        report(("category",), f"category `{category}` must equal the file stem `{path.stem}`")
+    if "category" in data and category not in CATEGORIES:
+        report(("category",), f"`{category}` is not a category id of the taxonomy; rule files "
+                              f"add rules to its categories, a new category is a change to "
+                              f"classifier/taxonomy.py")
+    rules = data.get("rules")
+    if "rules" in data and (not isinstance(rules, list) or not rules):
+        report(("rules",), "`rules` must be a non-empty list")
+    elif isinstance(rules, list):
+        for i, rule in enumerate(rules):
+            _validate_rule(rule, ("rules", i), str(category), seen_ids, report, lint)
+    return (data if not problems else None), problems, raw
+
+
+def load_rules(directories=None, check_builtin=False, builtin_dir=None):
+    """Load the built-in rules plus those of extra directories, which add to them.
+
+    A user file's rules join the built-in category of the same id and keep its checklist and
+    steps unless the file gives its own; a rule id may be used only once across all files.
+    User directories are fully linted, regexes included. The built-in rules are linted by the
+    test suite, so at run time their regexes compile lazily (`check_builtin` forces it).
+    """
+    builtin = Path(builtin_dir) if builtin_dir else builtin_rules_dir()
+    dirs = [builtin] + [Path(d) for d in (directories or ())]
+    problems = []
+    rules, seen = [], set()
+    categories = {}
+    digest = hashlib.sha256()
+    for directory in dirs:
+        if not directory.is_dir():
+            problems.append(f"{directory}:1:1: not a directory")
+            continue
+        is_builtin = directory == builtin
+        for path in rule_files(directory):
+            data, found, raw = validate_file(path, seen, check_builtin or not is_builtin,
+                                             is_builtin)
+            digest.update(path.name.encode() + b"\0" + raw)
+            problems.extend(found)
+            if data is None:
+                continue
+            info = CategoryInfo(data, categories.get(data["category"]))
+            if is_builtin:
+                categories[data["category"]] = info
+            rules += [Rule(rule, data["category"], str(path), info) for rule in data["rules"]]
+    if problems:
+        raise RuleError(problems)
+    return RuleSet(rules, categories, "sha256:" + digest.hexdigest()[:12])
+
+
+_DEFAULT = None
+
+
+def default_rules():
+    """Return the built-in rule set, loaded once per process."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = load_rules()
+    return _DEFAULT
+
+
+def env_rules_dirs():
+    """Extra rule directories named by DSDIAG_RULES_DIR (os.pathsep separated)."""
+    value = os.environ.get("DSDIAG_RULES_DIR", "")
+    return [d for d in value.split(os.pathsep) if d]
