@@ -12,7 +12,7 @@ import sys
 EXIT_INTERRUPT, EXIT_PIPE = 130, 141
 
 SUBCOMMANDS = {
-    "triage": "classifier.triage:main",
+    "triage": "classifier.jobs.triage:main",
     "check-config": "classifier.check_config:main",
     "env": "classifier.envcheck:main",
     "slurm-annotate": "classifier.integrations.slurm:main",

@@ -124,7 +124,7 @@ def test_ctrl_c_exits_130_without_traceback():
 
 
 def test_directory_without_log_files_is_a_one_line_error(tmp_path):
-    # A directory is read as one job's per-rank files (classifier.jobdir); with none it is an error.
+    # A directory is read as one job's per-rank files (classifier.jobs.discover); with none it is an error.
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "model.bin").write_bytes(b"\x00" * 16)
     proc = run_dsdiag(tmp_path)

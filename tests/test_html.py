@@ -16,7 +16,7 @@ import pytest
 from conftest import LOGS, ROOT, run_dsdiag
 from test_jobdir import torchrun_log_dir
 
-from classifier.render.html import render_html
+from classifier.jobs.html import render_html
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -5,7 +5,7 @@ import os
 
 from conftest import diagnose_json, run_dsdiag
 
-from classifier.jobdir import discover_jobs, job_files, rank_from_name
+from classifier.jobs.discover import discover_jobs, job_files, rank_from_name
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
        "capacity of 79.15 GiB of which 1.00 GiB is free.")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from classifier.tee import copy_stream
+from classifier.integrations.tee import copy_stream
 from conftest import DEMO, ROOT, run_dsdiag
 
 HOSTILE_TAIL = b"\xff\xfe bad utf-8 \xc3\n\x00\x00NUL line\r\nlast line without newline"

@@ -10,8 +10,9 @@ import sys
 import pytest
 from conftest import LOGS, ROOT, run_dsdiag
 
-from classifier import triage
-from classifier.triage import group_key, make_batches, triage_job
+from classifier.jobs import triage
+from classifier.jobs.group import group_key
+from classifier.jobs.run import make_batches, triage_job
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
        "capacity of 79.15 GiB of which 1.00 GiB is free.")

@@ -95,11 +95,11 @@ def _check_args(args, argv):
 
 
 def _expand_job_dirs(paths):
-    """Replace a directory by its job's log files (classifier.jobdir); none is an input error."""
+    """Replace a directory by its job's log files (classifier.jobs.discover); none is an input error."""
     out = []
     for path in paths:
         if path != "-" and os.path.isdir(path):
-            from classifier.jobdir import job_files
+            from classifier.jobs.discover import job_files
             from classifier.diagnosis.read import InputError
             files = job_files(path)
             if not files:
@@ -166,7 +166,7 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     from classifier.diagnosis.read import InputError
     rules = _load_rules(args)
     if args.tee:
-        from classifier.tee import tee_and_diagnose
+        from classifier.integrations.tee import tee_and_diagnose
         # The log passes through even when the rules are broken: never eat a training log.
         result, stats = tee_and_diagnose(rules, diagnose_job)
         if stats.stdout_error:

@@ -21,7 +21,7 @@ import html
 import json
 import time
 
-from classifier.render.summary import summarize
+from classifier.jobs.summary import summarize
 
 MAX_TEXT = 2000
 MAX_CELL = 240
@@ -239,7 +239,7 @@ _HEADERS = (("job", "job"), ("category", "category"), ("layer", "layer"),
 
 def render_html(results, title="dsdiag triage"):
     """The whole page as a string."""
-    from classifier.render.html_assets import CSS, ERROR_TRAP, SCRIPT
+    from classifier.jobs.html_assets import CSS, ERROR_TRAP, SCRIPT
     n = len(results)
     heads = "".join(f'<th data-key="{key}" aria-sort="none" tabindex="0">{label}</th>' if key
                     else f"<th>{label}</th>" for key, label in _HEADERS)

@@ -1,4 +1,4 @@
-"""The CSS and JavaScript inlined into the triage report (classifier.render.html).
+"""The CSS and JavaScript inlined into the triage report (classifier.jobs.html).
 
 Plain ES5-level JavaScript with no library: the page must open offline in any browser.
 """

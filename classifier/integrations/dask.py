@@ -1,6 +1,6 @@
 """`dsdiag triage --dask ADDRESS`: the same per-job triage, run on a Dask distributed cluster.
 
-For archives larger than one machine. The unit of work is classifier.triage.triage_batch (a
+For archives larger than one machine. The unit of work is classifier.jobs.run.triage_batch (a
 few jobs each), the same function the local process pool runs, so a job's JSON is the same
 either way. Requirements on the cluster: every worker can import `classifier` (install dsdiag
 there: `pip install 'dsdiag[scale]'`) and sees the log files, and any --rules-dir, at the same
@@ -12,7 +12,7 @@ Dask is imported here only, when --dask is used: `dsdiag` itself never needs it.
 
 import os
 
-from classifier.triage import make_batches, triage_batch
+from classifier.jobs.run import make_batches, triage_batch
 
 CONNECT_TIMEOUT_S = 20
 

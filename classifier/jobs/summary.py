@@ -1,6 +1,6 @@
 """The triage summary: how many jobs per category, and per grouping key within a category.
 
-The grouping key is classifier.triage.group_key (the winning rule and its stable captures).
+The grouping key is classifier.jobs.group.group_key (the winning rule and its stable captures).
 On a terminal the table goes through rich (markup off: keys hold log text); piped, it is plain
 aligned text, never wrapped, so `2> summary.txt` stays greppable.
 """

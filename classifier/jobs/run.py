@@ -1,0 +1,86 @@
+"""The per-job work of a triage, the same in a local process pool and on Dask workers."""
+
+import signal
+
+from classifier.jobs.group import group_key
+
+_RULES_CACHE = {}
+
+
+def rules_for(rules_dirs):
+    """The rule set for these extra rule directories, loaded once per process."""
+    key = tuple(rules_dirs)
+    if key not in _RULES_CACHE:
+        from classifier.rules.load import default_rules, load_rules
+        _RULES_CACHE[key] = load_rules(list(key)) if key else default_rules()
+    return _RULES_CACHE[key]
+
+
+def triage_job(job, files, rules_dirs=(), redact=True):
+    """Diagnose one job; return `{"job", "group", **contract}` or `{"job", ..., "error"}`."""
+    from classifier.diagnosis.diagnose import SCHEMA_VERSION, diagnose_job
+    from classifier.diagnosis.read import InputError
+    try:
+        result = diagnose_job(list(files), rules_for(rules_dirs))
+    except InputError as exc:
+        return {"job": job, "schema_version": SCHEMA_VERSION, "error": f"cannot read {exc}"}
+    except Exception as exc:  # one broken job must not stop the triage of thousands
+        return {"job": job, "schema_version": SCHEMA_VERSION,
+                "error": f"internal error: {type(exc).__name__}: {exc}"}
+    if redact:
+        from classifier.redact import redact_diagnosis
+        result = redact_diagnosis(result)
+    out = {"job": job, "group": group_key(result)}
+    out.update(result)
+    return out
+
+
+def triage_batch(batch, rules_dirs=(), redact=True):
+    """triage_job over a list of (job, files); a batch is the unit sent to a worker."""
+    return [triage_job(job, files, rules_dirs, redact) for job, files in batch]
+
+
+def make_batches(jobs, workers):
+    """Cut the jobs into batches: about 32 per worker, so the last ones leave no core idle for
+    long, and at most 16 jobs each; a batch costs one round trip to a worker."""
+    size = max(1, min(16, -(-len(jobs) // (max(1, workers) * 32))))
+    return [jobs[i:i + size] for i in range(0, len(jobs), size)]
+
+
+def _init_worker(rules_dirs):
+    # Ctrl-C is the parent's to handle (it cancels what is queued); workers finish their batch
+    # instead of each printing a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    rules_for(rules_dirs)
+
+
+def run_local(batches, workers, rules_dirs, redact):
+    """Yield (batch index, results) as batches finish, in this process or a process pool."""
+    if workers <= 1 or len(batches) <= 1:
+        for i, batch in enumerate(batches):
+            yield i, triage_batch(batch, rules_dirs, redact)
+        return
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(batches)), initializer=_init_worker,
+                               initargs=(tuple(rules_dirs),))
+    try:
+        pending = {pool.submit(triage_batch, b, tuple(rules_dirs), redact): i
+                   for i, b in enumerate(batches)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield pending.pop(future), future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def in_job_order(finished, on_done=None):
+    """Yield results in job order from (batch index, results) pairs arriving in any order."""
+    waiting, next_index = {}, 0
+    for index, results in finished:
+        if on_done:
+            on_done(len(results))
+        waiting[index] = results
+        while next_index in waiting:
+            yield from waiting.pop(next_index)
+            next_index += 1
