@@ -15,7 +15,7 @@ install: $(BIN)/python
 
 # torch first and pinned: an unpinned torch (pulled in by deepspeed) is a multi-GB CUDA build.
 # The preflight tests (tests/test_check_config.py, tests/test_envcheck.py) run against this
-# exact deepspeed; classifier/ds_schema.py follows it.
+# exact deepspeed; classifier/preflight/deepspeed/schema.py follows it.
 install-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q deepspeed==0.19.8

@@ -13,8 +13,8 @@ EXIT_INTERRUPT, EXIT_PIPE = 130, 141
 
 SUBCOMMANDS = {
     "triage": "classifier.jobs.triage:main",
-    "check-config": "classifier.check_config:main",
-    "env": "classifier.envcheck:main",
+    "check-config": "classifier.preflight.config.command:main",
+    "env": "classifier.preflight.env.command:main",
     "slurm-annotate": "classifier.integrations.slurm:main",
     "rules": "classifier.rules.command:main",
     "eval": "classifier.evaluate:main",

@@ -10,7 +10,6 @@ which the model answers `unknown`. Needs scikit-learn; nothing at run time impor
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from classifier.evaluate import find_cases
 from classifier.diagnosis.fallback import MODEL_PATH, TOKEN, TextModel

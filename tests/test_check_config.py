@@ -14,9 +14,11 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import ROOT, run_dsdiag
 
-from classifier import config_parse, ds_introspect, ds_schema
-from classifier.check_config import check_config, parse_count
-from classifier.config_checks import World
+from classifier.preflight.config import parse as config_parse
+from classifier.preflight.deepspeed import introspect as ds_introspect
+from classifier.preflight.deepspeed import schema as ds_schema
+from classifier.preflight.config.command import check_config, parse_count
+from classifier.preflight.config.checks import World
 
 CONFIGS = ROOT / "examples" / "configs"
 
@@ -273,7 +275,7 @@ def test_batch_without_world_size(ds):
 
 def test_batch_arithmetic_agrees_with_deepspeed(ds):
     """DeepSpeed's own DeepSpeedConfig with world size 1 accepts exactly what we accept."""
-    from classifier.ds_introspect import deepspeed_rejects
+    from classifier.preflight.deepspeed.introspect import deepspeed_rejects
     for tbs, mb, gas in [(8, 4, 2), (8, 4, None), (9, 4, None), (8, None, 2), (7, None, 2),
                          (6, None, None), (None, 3, 2), (0, 1, None)]:
         config = {k: v for k, v in zip(("train_batch_size", "train_micro_batch_size_per_gpu",
@@ -380,7 +382,7 @@ def test_zero3_without_offload_and_deepspeeds_estimate(ds):
 
 
 def test_builtin_memory_formula_matches_deepspeeds(ds, builtin):
-    from classifier.config_zero import zero3_model_states
+    from classifier.preflight.config.zero import zero3_model_states
     for total, largest, gpn, nodes, opt, par in [(7e9, 5e8, 8, 1, False, False),
                                                  (7e9, 5e8, 8, 2, True, False),
                                                  (70e9, 2e9, 8, 4, True, True),
@@ -410,7 +412,7 @@ def test_deepspeed_itself_catches_what_the_schema_cannot(ds, builtin):
 # --- the built-in schema is DeepSpeed 0.19.8's --------------------------------------------------
 def test_builtin_schema_equals_the_installed_deepspeed(ds, builtin):
     assert ds.version == ds_schema.SCHEMA_DEEPSPEED_VERSION, \
-        "deepspeed changed: re-check classifier/ds_schema.py against it, then bump the pin"
+        "deepspeed changed: re-check classifier/preflight/deepspeed/schema.py against it, then bump the pin"
     assert sorted(ds.top) == sorted(builtin.top)
     for key in ds.top:
         assert ds.top[key] == builtin.top[key], key

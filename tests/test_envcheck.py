@@ -16,12 +16,13 @@ import pytest
 
 from conftest import ROOT, run_dsdiag
 
-from classifier import envcheck
-from classifier.env_install import compare_cuda, parse_nvidia_smi
-from classifier.env_launch import parse_hostfile
-from classifier.envcheck import match_ifname
+from classifier.preflight.env.command import collect
+from classifier.preflight.env.environment import match_ifname
+from classifier.preflight.env.install import compare_cuda, parse_nvidia_smi
+from classifier.preflight.env.launch import parse_hostfile
+from classifier.preflight.env.report import DIST_VARS
 
-CLEAN_ENV = envcheck.DIST_VARS + ("CUDA_VISIBLE_DEVICES", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE",
+CLEAN_ENV = DIST_VARS + ("CUDA_VISIBLE_DEVICES", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE",
                                   "NCCL_IB_HCA", "LOCAL_WORLD_SIZE", "DSDIAG_IB_ROOT")
 
 
@@ -82,7 +83,7 @@ def fake_gpu_node(tmp_path):
 def test_install_section_reports_the_real_torch_and_deepspeed():
     import deepspeed
     import torch
-    report = envcheck.collect(["install"])
+    report = collect(["install"])
     doc = {"checks": [c.__dict__ for c in report.checks]}
     torch_check = only(doc, "torch", "ok")
     assert torch_check["facts"]["version"] == torch.__version__

@@ -9,7 +9,7 @@ import re
 import socket
 import threading
 
-from classifier.envcheck import DEFAULT_HOSTFILE, DEFAULT_PORT, _int_var
+from classifier.preflight.env.report import DEFAULT_HOSTFILE, DEFAULT_PORT, int_var
 
 
 def resolve(host, timeout):
@@ -127,7 +127,7 @@ def check_launch(report, env, args):
                    "(check /etc/hosts and DNS)")
         return
     local = any(is_local_address(a) for a in addrs)
-    world, local_world = _int_var(env, "WORLD_SIZE"), _int_var(env, "LOCAL_WORLD_SIZE")
+    world, local_world = int_var(env, "WORLD_SIZE"), int_var(env, "LOCAL_WORLD_SIZE")
     multi_node = len(hostfile_hosts) > 1 or (world and local_world and world > local_world)
     loopback = all(a.startswith("127.") or a == "::1" for a in addrs)
     # Without an explicit address the deepspeed launcher asks the first host for its own IP

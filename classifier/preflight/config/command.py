@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from classifier.preflight import EXIT_ERROR, Finding, count_line, exit_code
+from classifier.preflight.finding import EXIT_ERROR, Finding, count_line, exit_code
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
 
@@ -88,7 +88,7 @@ def read_text(path):
 
 def choose_schema(requested):
     """(Schema, why): the installed DeepSpeed's when possible and wanted, else the built-in."""
-    from classifier import ds_introspect
+    from classifier.preflight.deepspeed import introspect as ds_introspect
     if requested == "builtin":
         return ds_introspect.builtin_schema(), "requested with --schema builtin"
     schema = ds_introspect.deepspeed_schema()
@@ -103,7 +103,7 @@ def choose_schema(requested):
 # --- syntax -----------------------------------------------------------------------------------
 def syntax_findings(text, parsed, hf):
     """Findings about the file's grammar, and whether the content could be read at all."""
-    from classifier.config_parse import HJSON_ONLY, deepspeed_verdict, json_verdict
+    from classifier.preflight.config.parse import HJSON_ONLY, deepspeed_verdict, json_verdict
     findings = []
     strict = json_verdict(text)
     ds = deepspeed_verdict(text, parsed)
@@ -173,8 +173,9 @@ def _syntax_fix(kind):
 def check_config(text, world=None, hf=False, params=None, largest_layer=0, gpu_memory_gib=None,
                  schema=None):
     """Check config text; return (findings sorted by position, schema used)."""
-    from classifier import config_checks, config_optim, config_zero, ds_introspect
-    from classifier.config_parse import parse_config
+    from classifier.preflight.config import checks, optim, zero
+    from classifier.preflight.deepspeed import introspect as ds_introspect
+    from classifier.preflight.config.parse import parse_config
     schema = schema or ds_introspect.builtin_schema()
     parsed = parse_config(text)
     findings, readable = syntax_findings(text, parsed, hf)
@@ -185,16 +186,16 @@ def check_config(text, world=None, hf=False, params=None, largest_layer=0, gpu_m
                                 f"the config must be a JSON object ({{...}}), not {parsed.root.kind}",
                                 "wrap the settings in { }", parsed.root.line, parsed.root.col))
         return findings, schema
-    ctx = config_checks.Context(parsed.root, schema, world or config_checks.World(), hf=hf,
+    ctx = checks.Context(parsed.root, schema, world or checks.World(), hf=hf,
                                 params=params, largest_layer=largest_layer,
                                 gpu_memory_gib=gpu_memory_gib, findings=findings)
-    config_checks.check_keys(ctx)
-    config_checks.check_auto(ctx)
-    config_checks.check_batch(ctx)
-    config_checks.check_precision(ctx)
-    config_optim.check_optimizer(ctx)
-    config_optim.check_scheduler(ctx)
-    config_zero.check_zero(ctx)
+    checks.check_keys(ctx)
+    checks.check_auto(ctx)
+    checks.check_batch(ctx)
+    checks.check_precision(ctx)
+    optim.check_optimizer(ctx)
+    optim.check_scheduler(ctx)
+    zero.check_zero(ctx)
     if schema.source == "deepspeed" and not any(f.severity == "error" for f in findings):
         _second_opinion(ctx)
     findings.sort(key=lambda f: (f.line, f.col, ("error", "warning", "note").index(f.severity)))
@@ -203,8 +204,8 @@ def check_config(text, world=None, hf=False, params=None, largest_layer=0, gpu_m
 
 def _second_opinion(ctx):
     """Let DeepSpeed build its DeepSpeedConfig from the config; report what our checks missed."""
-    from classifier import ds_introspect
-    from classifier.config_checks import BATCH_KEYS, strip_auto
+    from classifier.preflight.deepspeed import introspect as ds_introspect
+    from classifier.preflight.config.checks import BATCH_KEYS, strip_auto
     data = strip_auto(ctx.data)
     batch = ctx.batch
     for key in BATCH_KEYS:
@@ -268,7 +269,7 @@ def render_json(path, findings, schema, why, world, out):
 
 
 def main(argv):
-    from classifier.config_checks import World
+    from classifier.preflight.config.checks import World
     parser = _parser()
     args = parser.parse_args(argv)
     if args.nodes and not args.gpus_per_node:

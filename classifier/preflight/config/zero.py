@@ -6,8 +6,8 @@ estimate_zero3_model_states_mem_needs when deepspeed is importable, else with th
 formula.
 """
 
-from classifier import ds_introspect
-from classifier.config_checks import as_stage, truthy
+from classifier.preflight.deepspeed import introspect as ds_introspect
+from classifier.preflight.config.checks import as_stage, truthy
 
 GIB = 1024 ** 3
 

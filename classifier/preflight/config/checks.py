@@ -1,7 +1,7 @@
 """The checks `dsdiag check-config` runs on a parsed DeepSpeed config: keys and types at every
 level, then the batch arithmetic, precision, optimizer and ZeRO memory.
 
-Each check reads the position-carrying tree from classifier.config_parse and a Schema (the
+Each check reads the position-carrying tree from classifier.preflight.config.parse and a Schema (the
 installed DeepSpeed's, or dsdiag's own from ds_schema), and adds Findings to the Context.
 Scheduler checks live in classifier.config_scheduler. Messages quote what DeepSpeed itself
 would say where it says anything, and say "silently" where it says nothing.
@@ -9,8 +9,9 @@ would say where it says anything, and say "silently" where it says nothing.
 
 from dataclasses import dataclass, field
 
-from classifier import ds_introspect, ds_schema
-from classifier.preflight import Finding, did_you_mean
+from classifier.preflight.deepspeed import introspect as ds_introspect
+from classifier.preflight.deepspeed import schema as ds_schema
+from classifier.preflight.finding import Finding, did_you_mean
 
 STRICT_SECTIONS = set(ds_introspect.MODEL_SECTIONS)  # pydantic, extra="forbid": unknown = fatal
 

@@ -4,12 +4,13 @@ DeepSpeed passes `optimizer.params` and `scheduler.params` as keyword arguments 
 the type names (engine.py, _configure_basic_optimizer and _scheduler_from_config), so an
 unknown parameter is a TypeError at start-up and a missing required one too. With deepspeed
 importable the accepted parameters come from the real constructors' signatures; otherwise from
-classifier.ds_schema.
+classifier.preflight.deepspeed.schema.
 """
 
-from classifier import ds_introspect, ds_schema
-from classifier.config_checks import as_stage, is_int, truthy
-from classifier.preflight import did_you_mean
+from classifier.preflight.deepspeed import introspect as ds_introspect
+from classifier.preflight.deepspeed import schema as ds_schema
+from classifier.preflight.config.checks import as_stage, is_int, truthy
+from classifier.preflight.finding import did_you_mean
 
 
 def _torch_names(ctx, module, fallback):

@@ -14,7 +14,7 @@ import logging
 import sys
 import typing
 
-from classifier import ds_schema
+from classifier.preflight.deepspeed import schema as ds_schema
 
 # Top-level sections whose contents DeepSpeed validates with a pydantic model.
 MODEL_SECTIONS = {

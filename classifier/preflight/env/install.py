@@ -10,7 +10,7 @@ import re
 import shutil
 import sys
 
-from classifier.envcheck import Check, major_minor, run_command
+from classifier.preflight.env.report import Check, major_minor, run_command
 
 
 def check_install(report):
@@ -173,7 +173,7 @@ def _check_nccl(report, torch_cuda):
 
 
 def _check_deepspeed(report):
-    from classifier.ds_introspect import import_deepspeed, quiet
+    from classifier.preflight.deepspeed.introspect import import_deepspeed, quiet
     module, reason = import_deepspeed()
     if module is None:
         report.add("install", "deepspeed", "error", reason, "version_mismatch",
@@ -226,7 +226,7 @@ def _check_wheel_build(report, info):
 
 
 def _check_ops(report, info):
-    from classifier.ds_introspect import quiet
+    from classifier.preflight.deepspeed.introspect import quiet
     try:
         from deepspeed.ops.op_builder.all_ops import ALL_OPS
         from torch.utils.cpp_extension import is_ninja_available

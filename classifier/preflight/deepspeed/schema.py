@@ -5,7 +5,7 @@ models in runtime/zero/config.py, runtime/zero/offload_config.py, runtime/precis
 monitor/config.py, comm/config.py, compile/config.py, the dict readers of
 activation_checkpointing, flops_profiler, aio, checkpoint and data_types, the optimizer
 constructors in ops/ and the schedulers in runtime/lr_schedules.py). When deepspeed is
-importable, classifier.ds_introspect reads the same facts from the installed release instead,
+importable, classifier.preflight.deepspeed.introspect reads the same facts from the installed release instead,
 and tests/test_check_config.py holds this file to that release.
 
 Field types use a small notation: "bool", "int", "number", "str", "list", "object" (any
