@@ -37,7 +37,7 @@ browser:
 
 # Retrain the fallback model on corpus/ (deterministic) and write classifier/diagnosis/model.json.
 model: install-test
-	$(BIN)/python -m classifier.train
+	$(BIN)/python -m classifier.corpus.train
 
 # Rerun every real-run scenario (torch + DeepSpeed on CPU, ~10 min) and rewrite their logs.
 corpus: install-test

@@ -17,7 +17,7 @@ SUBCOMMANDS = {
     "env": "classifier.preflight.env.command:main",
     "slurm-annotate": "classifier.integrations.slurm:main",
     "rules": "classifier.rules.command:main",
-    "eval": "classifier.evaluate:main",
+    "eval": "classifier.corpus.evaluate:main",
 }
 DEFAULT_COMMAND = "classifier.diagnosis.command:main"
 

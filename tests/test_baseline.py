@@ -5,7 +5,7 @@ Raise the baseline in the same commit that improves the scores; never lower it t
 
 import json
 
-from classifier.evaluate import evaluate
+from classifier.corpus.evaluate import evaluate
 from conftest import ROOT
 
 

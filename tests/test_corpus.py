@@ -7,7 +7,7 @@ strict xfail, so fixing it (or breaking it differently) is noticed, and it is ne
 import pytest
 
 from classifier.diagnosis.diagnose import diagnose_job
-from classifier.evaluate import find_cases
+from classifier.corpus.evaluate import find_cases
 from classifier.rules.load import default_rules
 from conftest import ROOT
 

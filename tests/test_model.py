@@ -14,7 +14,7 @@ sklearn = pytest.importorskip("sklearn", reason="scikit-learn is installed by `m
 
 @pytest.fixture(scope="module")
 def trained():
-    from classifier.train import export, load_corpus, make_pipeline
+    from classifier.corpus.train import export, load_corpus, make_pipeline
     from threadpoolctl import threadpool_limits
     texts, labels, _ = load_corpus(ROOT / "corpus")
     vec, clf = make_pipeline()
@@ -36,7 +36,7 @@ def test_exported_model_matches_scikit_learn(trained):
 def test_shipped_model_is_the_one_make_model_trains(tmp_path):
     # Training is deterministic: retraining on the committed corpus reproduces the shipped file.
     out = tmp_path / "model.json"
-    subprocess.run([sys.executable, "-m", "classifier.train", "--out", str(out)], cwd=ROOT,
+    subprocess.run([sys.executable, "-m", "classifier.corpus.train", "--out", str(out)], cwd=ROOT,
                    check=True, capture_output=True, timeout=600)
     fresh = json.loads(out.read_text())
     shipped = json.loads((ROOT / "classifier" / "diagnosis" / "model.json").read_text())

@@ -1,6 +1,6 @@
 """The fallback text classifier, run in plain Python from its exported JSON.
 
-Trained with scikit-learn (TF-IDF + logistic regression, see `classifier/train.py`) and
+Trained with scikit-learn (TF-IDF + logistic regression, see `classifier/corpus/train.py`) and
 shipped as data: vocabulary, idf, coefficients, intercepts, the calibrated threshold. No
 pickle, no scikit-learn at run time; `tests/test_model.py` proves the numbers match.
 """

@@ -1,6 +1,6 @@
 """Train the fallback model on the corpus and export it as plain JSON (`make model`).
 
-    python -m classifier.train [--corpus corpus] [--out classifier/diagnosis/model.json] [--cv-only]
+    python -m classifier.corpus.train [--corpus corpus] [--out classifier/diagnosis/model.json] [--cv-only]
 
 Cross-validation holds out whole scenario families (GroupKFold on `family`), so no family
 seen in training is ever scored; the out-of-fold probabilities calibrate the threshold below
@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from classifier.evaluate import find_cases
+from classifier.corpus.evaluate import find_cases
 from classifier.diagnosis.fallback import MODEL_PATH, TOKEN, TextModel
 from classifier.diagnosis.region import region_of_files, region_text
 
@@ -124,7 +124,7 @@ def export(vec, clf, threshold):
 
 def main(argv=None):
     """Train, cross-validate and export."""
-    p = argparse.ArgumentParser(prog="python -m classifier.train")
+    p = argparse.ArgumentParser(prog="python -m classifier.corpus.train")
     p.add_argument("--corpus", default="corpus")
     p.add_argument("--out", default=str(MODEL_PATH))
     p.add_argument("--cv-only", action="store_true")
