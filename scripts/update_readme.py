@@ -5,10 +5,9 @@ from classifier.rules.load import load_rules
 from classifier.taxonomy import CATEGORIES
 rules = load_rules()
 rows = []
-for cid, (layer, title) in CATEGORIES.items():
-    info = rules.categories.get(cid)
+for cid, row in CATEGORIES.items():
     n = sum(1 for r in rules.rules if r.category == cid)
-    rows.append(f"| `{cid}` | {layer} | {info.title if info else title} ({n} rules) |")
+    rows.append(f"| `{cid}` | {row.layer} | {row.title} ({n} rules) |")
 text = open("README.md").read()
 start = text.index("|---|---|---|\n") + len("|---|---|---|\n")
 end = text.index("| `unknown` |")

@@ -7,20 +7,20 @@ import yaml
 
 from classifier import taxonomy
 from classifier.integrations.k8s import MAX_BYTES, termination_message
-from classifier.verdict import (FIX_FIRST_BAND, K8S_EXIT_CODES, RETRYABLE_BAND, VERDICTS,
-                                k8s_exit_code, retry_verdict)
+from classifier.taxonomy import (ALL_IDS, CATEGORIES, FIX_FIRST_BAND, RETRYABLE_BAND,
+                                 k8s_exit_code, retry_verdict)
 from conftest import DEMO, ROOT, diagnose_json, run_dsdiag
 
 SECRET_LINE = b"[rank0]: KeyError: 'login failed for hf_EXAMPLEexampleEXAMPLEexample0123456'\n"
 
 
 def test_every_category_has_a_verdict_and_a_code_in_its_band():
-    assert set(VERDICTS) == set(taxonomy.CATEGORIES)
-    assert set(K8S_EXIT_CODES) == set(taxonomy.ALL_IDS)
-    codes = list(K8S_EXIT_CODES.values())
+    codes = [k8s_exit_code(c) for c in ALL_IDS]
     assert len(codes) == len(set(codes))
-    for category, (retryable, reason) in VERDICTS.items():
-        band = RETRYABLE_BAND if retryable else FIX_FIRST_BAND
+    for category, row in CATEGORIES.items():
+        reason = row.retry_reason
+        assert isinstance(row.retryable, bool) and row.layer in taxonomy.LAYERS
+        band = RETRYABLE_BAND if row.retryable else FIX_FIRST_BAND
         assert k8s_exit_code(category) in band, category
         assert reason and "\n" not in reason and len(reason) < 160
     assert k8s_exit_code("none") == 0 and k8s_exit_code("unknown") == 1
@@ -29,8 +29,8 @@ def test_every_category_has_a_verdict_and_a_code_in_its_band():
 
 
 def test_install_and_config_fix_first_network_nccl_hardware_retry():
-    for category, (layer, _) in taxonomy.CATEGORIES.items():
-        if layer in ("install", "config"):
+    for category, row in CATEGORIES.items():
+        if row.layer in ("install", "config"):
             assert retry_verdict(category)["retryable"] is False, category
     for category in ("nccl_timeout", "nccl_network", "gpu_hardware", "connection_failure"):
         assert retry_verdict(category)["retryable"] is True
@@ -113,9 +113,8 @@ def test_example_job_manifest_matches_the_exit_code_table():
     for rule in rules:
         if "onExitCodes" in rule:
             by_action.setdefault(rule["action"], set()).update(rule["onExitCodes"]["values"])
-    fix_first = {code for cat, code in K8S_EXIT_CODES.items()
-                 if cat in VERDICTS and not VERDICTS[cat][0]}
-    retryable = {code for cat, code in K8S_EXIT_CODES.items() if VERDICTS.get(cat, (False,))[0]}
+    fix_first = {row.exit_code for row in CATEGORIES.values() if not row.retryable}
+    retryable = {row.exit_code for row in CATEGORIES.values() if row.retryable}
     assert by_action["FailJob"] == fix_first
     assert by_action.get("Count", set()) == retryable
     container = spec["template"]["spec"]["containers"][0]
@@ -129,15 +128,15 @@ def test_example_job_manifest_matches_the_exit_code_table():
 def test_docs_table_matches_the_code():
     text = (ROOT / "docs" / "integrations.md").read_text()
     rows = dict(re.findall(r"^\| `([a-z0-9_]+)` \| (\d+) \|", text, flags=re.MULTILINE))
-    assert {k: int(v) for k, v in rows.items()} == K8S_EXIT_CODES
+    assert {k: int(v) for k, v in rows.items()} == {c: k8s_exit_code(c) for c in ALL_IDS}
 
 
-@pytest.mark.parametrize("category", sorted(VERDICTS))
+@pytest.mark.parametrize("category", sorted(CATEGORIES))
 def test_docs_state_each_verdict(category):
     text = (ROOT / "docs" / "integrations.md").read_text()
     row = re.search(rf"^\| `{category}` \| \d+ \| (retry|fix first) \|", text, flags=re.MULTILINE)
     assert row, category
-    assert (row.group(1) == "retry") == VERDICTS[category][0]
+    assert (row.group(1) == "retry") == CATEGORIES[category].retryable
 
 
 @pytest.mark.parametrize("launcher,want", [

@@ -4,7 +4,7 @@ Exit codes (the contract schedulers rely on):
   0   a failure category was diagnosed
   1   nothing diagnosed: the log looks healthy (`none`) or no rule explains it (`unknown`)
   2   usage error, unreadable input, or invalid rule files
-With --k8s-termination-log the per-category codes of the taxonomy apply instead (0 none,
+With --k8s-termination-log the per-category codes of classifier.taxonomy apply instead (0 none,
 1 unknown, 80-89 retryable, 100-119 fix first), for a podFailurePolicy.
 
 Everything that leaves the terminal (json, markdown, --report files, termination messages,
@@ -149,7 +149,7 @@ def _exit_code(result, args):
     if args.exit_zero:
         return EXIT_FOUND
     if args.k8s_termination_log:
-        from classifier.verdict import k8s_exit_code
+        from classifier.taxonomy import k8s_exit_code
         return k8s_exit_code(result["category"])
     return EXIT_NOTHING if result["category"] in ("none", "unknown") else EXIT_FOUND
 

@@ -17,7 +17,7 @@ from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence
 from classifier.rules.load import default_rules
 from classifier.diagnosis.region import FailureRegion, mask
 from classifier.diagnosis.signals import FailureSignals
-from classifier.verdict import retry_verdict
+from classifier.taxonomy import retry_verdict
 
 SCHEMA_VERSION = 1
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
@@ -208,7 +208,7 @@ def _model_guess(region, rules):
     facts = {"model_probability": round(p, 4)}
     return {
         "category": category, "layer": taxonomy.layer_of(category),
-        "title": f"Predicted by the fallback text model ({taxonomy.CATEGORIES[category][1]})",
+        "title": f"Predicted by the fallback text model ({taxonomy.CATEGORIES[category].title})",
         "confidence": round(p, 4), "source": "model", "rule": None,
         "evidence": _evidence_json(evidence), "facts": facts,
         "remediation": remediation_for(rules.categories.get(category), None, facts),

@@ -7,13 +7,13 @@ container. So the message is a few short lines, most important first, cut on a U
 boundary: the category and what to do with it, one evidence line, the first remediation step.
 
 With `--k8s-termination-log` dsdiag also exits with the per-category codes of
-`classifier.verdict.K8S_EXIT_CODES`, which a Job's `podFailurePolicy` matches
+the exit codes of the category table (classifier/taxonomy.py), which a Job's `podFailurePolicy` matches
 (docs/integrations.md, examples/k8s-job.yaml).
 """
 
 import os
 
-from classifier.verdict import k8s_exit_code
+from classifier.taxonomy import k8s_exit_code
 
 DEFAULT_PATH = "/dev/termination-log"
 MAX_BYTES = 4096
