@@ -5,7 +5,8 @@ import os
 
 from conftest import diagnose_json, run_dsdiag
 
-from classifier.jobs.discover import discover_jobs, job_files, rank_from_name
+from classifier.jobs.discover import discover_jobs, job_files
+from classifier.ranks import rank_from_path
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
        "capacity of 79.15 GiB of which 1.00 GiB is free.")
@@ -57,7 +58,7 @@ def test_attempt_and_run_directories_given_directly(tmp_path):
     logs = torchrun_log_dir(tmp_path / "logs")
     run = logs / "job42_k3j9x0ab"
     assert len(job_files(str(run))) == 8
-    assert [rank_from_name(f) for f in job_files(str(run / "attempt_0"))] == [0]
+    assert [rank_from_path(f) for f in job_files(str(run / "attempt_0"))] == [0]
 
 
 def test_slurm_task_outputs_and_rank_files_order_by_rank(tmp_path):
@@ -71,9 +72,9 @@ def test_slurm_task_outputs_and_rank_files_order_by_rank(tmp_path):
     dotted = tmp_path / "dotted"
     for t in (3, 12, 0):
         _write(dotted / f"train.{t}.log", ["x"])
-    assert [rank_from_name(f) for f in job_files(str(dotted))] == [0, 3, 12]
-    assert rank_from_name("slurm-123.out") is None  # %j alone names the job, not a task
-    assert rank_from_name("log_rank_3.txt") == 3 and rank_from_name("node1.rank12.err") == 12
+    assert [rank_from_path(f) for f in job_files(str(dotted))] == [0, 3, 12]
+    assert rank_from_path("slurm-123.out") is None  # %j alone names the job, not a task
+    assert rank_from_path("log_rank_3.txt") == 3 and rank_from_path("node1.rank12.err") == 12
 
 
 def test_compressed_rank_files_count_and_other_files_do_not(tmp_path):
@@ -111,3 +112,14 @@ def test_directory_without_logs_is_a_one_line_error_naming_it(tmp_path):
     err = proc.stderr.decode()
     assert proc.returncode == 2 and err.count("\n") == 1 and str(tmp_path) in err
     assert "triage" in err  # points at the command for archives
+
+
+def test_diagnosis_and_job_discovery_read_the_same_rank_from_a_path(tmp_path):
+    from classifier.diagnosis.diagnose import diagnose_job
+    for name, rank in (("slurm-77_3.out", 3), ("job.5.log", 5), ("node1.rank12.err", 12),
+                       ("attempt_0/2/stderr.log", 2), ("slurm-77.out", None)):
+        log = tmp_path / name
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+        d = diagnose_job([str(log)])
+        assert rank_from_path(str(log)) == rank and d["evidence"][0]["rank"] == rank, name

@@ -5,9 +5,10 @@ job and returns the diagnosis as plain data, so the CLI, triage and tests all sh
 """
 
 import os
-import re
 
+from classifier import confidence as confidence_levels
 from classifier import taxonomy
+from classifier.ranks import rank_from_path
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.read import Warnings, byte_chunks, check_readable, display_name, read_lines
@@ -21,20 +22,6 @@ from classifier.taxonomy import retry_verdict
 
 SCHEMA_VERSION = 1
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
-_FILE_RANK = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d+)(?:\D|$)", re.IGNORECASE)
-# torchrun --log-dir: attempt_0/<local rank>/{stdout,stderr}.log (older: .../<rank>/error.json)
-_LOGDIR_RANK = re.compile(r"(?:^|/)(\d+)/(?:stdout|stderr)\.log$")
-
-
-def rank_from_path(path):
-    """Infer a rank from a per-rank file path (`rank3.log`, `attempt_0/3/stderr.log`), else None."""
-    m = _LOGDIR_RANK.search(path.replace(os.sep, "/"))
-    if m:
-        return int(m.group(1))
-    m = _FILE_RANK.search(os.path.basename(path))
-    return int(m.group(1)) if m else None
-
-
 def tool_info(rules):
     """What produced a diagnosis: dsdiag's version and the rule set's hash."""
     from classifier import __version__
@@ -120,7 +107,7 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True
             ranks_seen.add(line.rank)
 
     for i, path in enumerate(paths):
-        file_rank = rank_from_path(path) if path != "-" else None
+        file_rank = rank_from_path(path)
         lines = normalize(_raw_lines(path, warnings, rules, chunk_size, select), index=i,
                           file_rank=file_rank)
         for hit in scan(lines, index, on_line, warnings):
@@ -141,9 +128,9 @@ def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True
     else:
         groups = group_by_category(collector.hits, winner)
         main, rule = _finding(groups[0][0], groups[0][1], ranks_seen)
-        confidence = 0.9 if rule.role == "cause" else 0.6
+        confidence = confidence_levels.CAUSE if rule.role == "cause" else confidence_levels.SYMPTOM
         if rule.role == "cause" and len(groups[0][1]) > 1:
-            confidence = 0.95
+            confidence = confidence_levels.CAUSE_REPEATED
         result.update({
             "category": main["category"],
             "layer": main["layer"],
@@ -226,7 +213,8 @@ def _no_rule_result(signals, unexplained=None):
         facts = {"ranks": ranks, "ranks_summary": f"{len(ranks)} ranks"} if ranks else {}
         return {
             "category": taxonomy.UNKNOWN, "layer": None,
-            "title": "A failure that no rule explains", "confidence": 0.3, "source": "none",
+            "title": "A failure that no rule explains", "source": "none",
+            "confidence": confidence_levels.UNEXPLAINED,
             "rule": None, "evidence": _evidence_json([final] + echoes), "facts": facts,
             "remediation": [
                 "Read the evidence line: it is the error no rule explains — the first one when other "
@@ -239,6 +227,7 @@ def _no_rule_result(signals, unexplained=None):
         }
     return {
         "category": taxonomy.NONE, "layer": None, "title": "No failure found in the log",
-        "confidence": 0.8 if not signals.failed else 0.5, "source": "none", "rule": None,
+        "source": "none", "rule": None,
+        "confidence": confidence_levels.DOUBTFUL_NONE if signals.failed else confidence_levels.HEALTHY,
         "evidence": [], "facts": {}, "remediation": [], "secondary": [],
     }

@@ -12,30 +12,23 @@ from collections import deque
 
 from classifier.diagnosis.match import CONTEXT_LINES, trie_regex
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
+from classifier.vocabulary import ROOT_FIELD_LINES
 
 BIG_CHUNK = 4 << 20         # big enough that per-chunk work vanishes, small for memory
 BEFORE = CONTEXT_LINES + 2   # a rule's context and its two-line-back window
-AFTER = 10                   # windows ahead, and torchelastic's root-cause block below its title
+AFTER = max(10, ROOT_FIELD_LINES)  # windows ahead; torchelastic's root-cause block below its title
 HEAD = 2000                  # every rank's start-up lines: who took part in the job
 TAIL = 200                   # the failure region
 
-# Literals for the failure signals (signals.py, region.py): a line holding none of these, and
-# no rule keyword, changes no signal.
-SIGNAL_LITERALS = (
-    "error", "exception", "interrupt", "exit", "failure", "fault", "traceback", "terminate called",
-    "core dumped", "killed", "aborted", "failed", "root cause", "exits successfully",
-    "train_runtime", "training completed",
-)
-
-
 class PurePythonFinder:
-    """Line starts of lines holding any literal, via one trie-shaped `re` pattern."""
+    """Line starts of lines holding any literal or gate pattern, via one trie-shaped `re`."""
 
     name = "re"
 
-    def __init__(self, literals):
+    def __init__(self, literals, patterns=()):
         import re
-        self._pattern = re.compile(trie_regex(sorted(literals)).encode("utf-8"))
+        alternatives = [trie_regex(sorted(literals))] + list(patterns)
+        self._pattern = re.compile("|".join(alternatives).encode("utf-8"))
 
     def line_starts(self, chunk):
         """Sorted offsets of the starts of lines in `chunk` that hold a literal."""
@@ -50,18 +43,19 @@ class PurePythonFinder:
 
 
 class HyperscanFinder:
-    """The same line starts, from Hyperscan's literal matcher (all literals in one pass)."""
+    """The same line starts, from Hyperscan's matcher (all literals and patterns in one pass)."""
 
     name = "hyperscan"
 
-    def __init__(self, literals):
+    def __init__(self, literals, patterns=()):
         import hyperscan
         import re
-        literals = sorted(literals)
+        expressions = [re.escape(lit).encode("utf-8") for lit in sorted(literals)]
+        expressions += [p.encode("utf-8") for p in patterns]
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._db.compile(expressions=[re.escape(lit).encode("utf-8") for lit in literals],
-                         ids=list(range(len(literals))), elements=len(literals),
-                         flags=[hyperscan.HS_FLAG_CASELESS] * len(literals))
+        self._db.compile(expressions=expressions, ids=list(range(len(expressions))),
+                         elements=len(expressions),
+                         flags=[hyperscan.HS_FLAG_CASELESS] * len(expressions))
 
     def line_starts(self, chunk):
         """Sorted offsets of the starts of lines in `chunk` that hold a literal."""
@@ -71,16 +65,19 @@ class HyperscanFinder:
         return starts
 
 
-def make_finder(literals, engine="auto"):
-    """The fastest finder available ('auto'), or the one named ('hyperscan' / 're')."""
+def make_finder(literals, patterns=(), engine="auto"):
+    """The fastest finder available ('auto'), or the one named ('hyperscan' / 're').
+
+    `patterns` are regexes written for lower-cased text (the shapes no literal gates).
+    """
     literals = {lit.lower() for lit in literals}
     if engine in ("auto", "hyperscan"):
         try:
-            return HyperscanFinder(literals)
+            return HyperscanFinder(literals, patterns)
         except ImportError:
             if engine == "hyperscan":
                 raise
-    return PurePythonFinder(literals)
+    return PurePythonFinder(literals, patterns)
 
 
 def _line_spans(chunk, start, count, forward):

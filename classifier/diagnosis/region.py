@@ -8,11 +8,12 @@ paths are masked, so the model learns the wording of a failure and not one run's
 import re
 from collections import deque
 
+from classifier.vocabulary import EXCEPTION_LINE
+
 TAIL = 60           # last meaningful lines kept
 EXCEPTIONS = 20     # exception lines kept (first ones are usually the cause, last the echo)
 
 _CHATTER = re.compile(r" NCCL INFO |\[INFO\]|^INFO[: ]|%\||\bit/s\]|^\{'loss'|^\s*$")
-_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)\b")
 _MASKS = (
     (re.compile(r"0x[0-9a-fA-F]+"), " hexid "),
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " ipaddr "),
@@ -42,7 +43,7 @@ class FailureRegion:
         if not msg or _CHATTER.search(msg):
             return
         self.tail.append(line)
-        if _EXCEPTION.match(msg):
+        if EXCEPTION_LINE.match(msg):
             if len(self.first_exceptions) < EXCEPTIONS // 2:
                 self.first_exceptions.append(line)
             else:

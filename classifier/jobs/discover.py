@@ -29,30 +29,16 @@ job, never to jobs of their own (name single-file jobs on the command line inste
 import os
 import re
 
-from classifier.diagnosis.diagnose import rank_from_path
+from classifier.ranks import COMPRESSED, rank_from_path
 
 MAX_DEPTH = 6
-_COMPRESSED = r"(?:\.(?:gz|bz2|xz))?"
-LOG_NAME = re.compile(r"^[^.].*\.(?:log|out|err|txt)" + _COMPRESSED + r"$", re.IGNORECASE)
+LOG_NAME = re.compile(r"^[^.].*\.(?:log|out|err|txt)" + COMPRESSED + r"$", re.IGNORECASE)
 _ATTEMPT = re.compile(r"^attempt_(\d+)$")
 _RANK_DIR = re.compile(r"^\d+$")
-_STREAM_NAME = re.compile(r"^(?:stdout|stderr)\.log" + _COMPRESSED + r"$")
+_STREAM_NAME = re.compile(r"^(?:stdout|stderr)\.log" + COMPRESSED + r"$")
 # tempfile.mkdtemp(prefix=f"{run_id}_") appends 8 characters of [a-z0-9_].
 _TORCHRUN_RUN_DIR = re.compile(r"^.+_[a-z0-9_]{8}$")
-# Slurm `%t` (task id = global rank) in `slurm-%j_%t.out` or `name.%t.log`.
-_SLURM_TASK = re.compile(r"^slurm-\d+_(\d+)\.out" + _COMPRESSED + r"$")
-_DOTTED_TASK = re.compile(r"^[^.]+(?:\.[^.]+)*?\.(\d+)\.(?:log|out|err|txt)" + _COMPRESSED + r"$")
 _DIGITS = re.compile(r"(\d+)")
-
-
-def rank_from_name(path):
-    """The rank a per-rank file's path names, or None (used to order a job's files)."""
-    rank = rank_from_path(path)
-    if rank is not None:
-        return rank
-    name = os.path.basename(path)
-    m = _SLURM_TASK.match(name) or _DOTTED_TASK.match(name)
-    return int(m.group(1)) if m else None
 
 
 def is_log_name(name):
@@ -65,7 +51,7 @@ def _natural(text):
 
 
 def _order_key(path):
-    rank = rank_from_name(path)
+    rank = rank_from_path(path)
     return (rank is not None, rank if rank is not None else -1, _natural(path))
 
 

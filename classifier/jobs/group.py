@@ -12,6 +12,8 @@ make two groups. Jobs no rule explains are grouped by the exception type of thei
 
 import re
 
+from classifier.vocabulary import EXCEPTION_TYPE
+
 # Captured values that differ between runs of the same failure; never part of a grouping key.
 VOLATILE_FACTS = frozenset({
     # derived after the match
@@ -30,7 +32,6 @@ VOLATILE_FACTS = frozenset({
     # torch_cuda vs system_cuda, stay)
     "nccl_version",
 })
-_EXCEPTION_TYPE = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))\b")
 _SPACES = re.compile(r"\s+")
 MAX_KEY_VALUE = 60
 
@@ -53,7 +54,7 @@ def group_key(result):
     if rule is None:
         if category == "unknown":
             for item in result.get("evidence") or ():
-                m = _EXCEPTION_TYPE.search(item.get("text", ""))
+                m = EXCEPTION_TYPE.search(item.get("text", ""))
                 if m:
                     return f"unknown {m.group(1).rsplit('.', 1)[-1]}"
         return str(category)

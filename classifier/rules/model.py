@@ -92,7 +92,8 @@ class RuleSet:
     def finder(self, engine: str = "auto"):
         """The prefilter's line finder for these rules' keywords and the failure vocabulary."""
         if engine not in self._finders:
-            from classifier.diagnosis.prefilter import SIGNAL_LITERALS, make_finder
-            literals = {k for rule in self.rules for k in rule.keywords} | set(SIGNAL_LITERALS)
-            self._finders[engine] = make_finder(literals, engine)
+            from classifier.diagnosis.prefilter import make_finder
+            from classifier.vocabulary import SELECT_LITERALS, SELECT_PATTERNS
+            literals = {k for rule in self.rules for k in rule.keywords} | set(SELECT_LITERALS)
+            self._finders[engine] = make_finder(literals, SELECT_PATTERNS, engine)
         return self._finders[engine]

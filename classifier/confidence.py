@@ -1,0 +1,13 @@
+"""The named confidence levels of a diagnosis (the JSON's `confidence`), in one place.
+
+A rule hit is worth more than a guess, a cause more than a symptom, and a cause that several
+ranks (or lines) repeat more than one seen once. A model answer carries its own calibrated
+probability instead (classifier/diagnosis/fallback.py).
+"""
+
+CAUSE_REPEATED = 0.95  # the winning cause rule fired more than once
+CAUSE = 0.9            # a cause rule fired once
+SYMPTOM = 0.6          # only a symptom (an echo of some failure) explains the job
+HEALTHY = 0.8          # `none`: no failure marker, or each one followed by a success marker
+DOUBTFUL_NONE = 0.5    # `none`, though a failure marker was seen with no line to show for it
+UNEXPLAINED = 0.3      # `unknown`: a failure that no rule explains

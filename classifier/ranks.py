@@ -1,0 +1,36 @@
+"""Which rank a log file belongs to, from its path: the one rule every product uses.
+
+Path forms, first match wins:
+* torchrun `--log-dir` (torch/distributed/elastic/multiprocessing/api.py, DefaultLogsSpecs):
+  `.../attempt_<N>/<local rank>/{stdout,stderr}.log`;
+* a rank, task or process number in the file name: `rank3.log`, `log_rank_3.txt`,
+  `node1.rank12.err`, `task-5.out`, `proc_2.log`;
+* Slurm per-task output (`--output=slurm-%j_%t.out`, `--output=job.%t.log`): `slurm-123_3.out`,
+  `job.3.log` (the task id of a one-task-per-rank step is the global rank). `slurm-123.out`
+  (`%j` alone) names the job, not a task: no rank.
+
+Each form may end in `.gz`, `.bz2` or `.xz`. A rank printed inside the lines (`[rank3]:`,
+`srun -l`'s `3: `) is read by classifier.diagnosis.normalize and wins over the file's.
+"""
+
+import os
+import re
+
+COMPRESSED = r"(?:\.(?:gz|bz2|xz))?"
+# `<rank>/stdout.log` alone too: an attempt directory copied out of the log dir.
+_LOGDIR = re.compile(r"(?:^|/)(\d+)/(?:stdout|stderr)\.log" + COMPRESSED + r"$")
+_NAMED = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d+)(?:\D|$)", re.IGNORECASE)
+_SLURM_TASK = re.compile(r"^slurm-\d+_(\d+)\.out" + COMPRESSED + r"$")
+_DOTTED_TASK = re.compile(r"^[^.]+(?:\.[^.]+)*?\.(\d+)\.(?:log|out|err|txt)" + COMPRESSED + r"$")
+
+
+def rank_from_path(path: str) -> int | None:
+    """The rank a per-rank log file's path names (see the module docstring), else None."""
+    if path == "-":
+        return None
+    m = _LOGDIR.search(path.replace(os.sep, "/"))
+    if m:
+        return int(m.group(1))
+    name = os.path.basename(path)
+    m = _NAMED.search(name) or _SLURM_TASK.match(name) or _DOTTED_TASK.match(name)
+    return int(m.group(1)) if m else None

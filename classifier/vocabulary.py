@@ -1,0 +1,97 @@
+"""The failure vocabulary: the words a log uses for "this job failed" that no rule owns.
+
+Written once here, it feeds four readers: the failure signals (did the job fail, what did it
+say last), the fallback model's failure region, triage's grouping of unexplained failures by
+exception type, and the prefilter, which may skip a line only if nothing here could match it.
+
+Each term is a regex on a normalised line together with its gate: the literal (matched
+case-insensitively) that every line the regex matches contains, or for the two terms no
+literal gates, a regex written for lower-cased text. The prefilter's selection is the union
+of the gates, so it cannot drop a line a signal would use (tests/test_vocabulary.py runs every
+corpus line and rule example through both).
+"""
+
+import re
+from dataclasses import dataclass
+
+# Python exception class names end in one of these (`RuntimeError`, `DistBackendError`,
+# `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
+EXCEPTION_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Failure", "Fault")
+_SUFFIX = "(?:" + "|".join(EXCEPTION_SUFFIXES) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A regex and what every line it matches must contain: literals, or a lower-case regex."""
+
+    pattern: str
+    gates: tuple[str, ...] = ()
+    gate_pattern: str | None = None
+
+
+def _any(terms):
+    return re.compile("|".join(f"(?:{t.pattern})" for t in terms))
+
+
+# `RuntimeError: ...`, `torch.distributed.DistBackendError: ...`, `KeyError: 'x'`, a bare
+# `AssertionError`; the dotted module path is optional. Every such name ends in a suffix.
+EXCEPTION_TERMS = (
+    Term(rf"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*{_SUFFIX}|Exception)(?::\s|:$|$)",
+         tuple(s.lower() for s in EXCEPTION_SUFFIXES)),
+    # a class from a package module, whatever its name: `torch._dynamo.exc.Unsupported: `
+    Term(r"^(?:[a-z_]\w*\.){2,}[A-Z]\w+: ", gate_pattern=r"\w\.[a-z_]\w*: "),
+)
+# Launchers re-raise a child's failure under their own name; these are echoes, not causes.
+ECHO_TERMS = (
+    Term(r"ChildFailedError", ("childfailederror",)),
+    Term(r"CalledProcessError", ("calledprocesserror",)),
+    Term(r"SystemExit", ("systemexit",)),
+    Term(r"SignalException", ("signalexception",)),
+)
+# Failure lines that are not exceptions.
+OTHER_FAILURE_TERMS = (
+    Term(r"Traceback \(most recent call last\)", ("traceback",)),
+    Term(r"terminate called after throwing", ("terminate called",)),
+    Term(r"Segmentation fault", ("segmentation fault",)),
+    Term(r"core dumped", ("core dumped",)),
+    Term(r"Fatal Python error", ("fatal python error",)),
+    Term(r"exits with return code = -?[1-9]", ("exits with return code",)),  # deepspeed launcher
+    Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",)),              # torchelastic
+    Term(r"exit(?:ed with)? (?:code|status):? -?[1-9]", ("exit",)),
+    Term(r"^Killed$", ("killed",)),
+    Term(r"^Aborted", ("aborted",)),
+    Term(r"srun: error:", ("srun: error:",)),
+    Term(r"FAILED\b", ("failed",)),
+    # glog FATAL lines from C++ (`F1203 12:00:01.123 ...`): no word to gate on, only the shape.
+    Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"f\d{4} \d\d:\d\d:\d\d"),
+    # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
+    Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)",
+         (": error: ",)),
+)
+# Lines only a job that finished prints. A failure marker followed by one of these in the same
+# file was survived (a caught exception, a retried upload), not fatal.
+SUCCESS_TERMS = (
+    Term(r"Process \d+ exits successfully", ("exits successfully",)),   # deepspeed launcher
+    Term(r"'train_runtime':", ("'train_runtime':",)),                   # HF Trainer metrics
+    Term(r"\btrain_runtime\s+=", ("train_runtime",)),
+    Term(r"Training completed\. Do not forget", ("training completed",)),
+)
+# torchelastic's summary names the rank that failed first. Its fields follow within
+# ROOT_FIELD_LINES lines, which the prefilter keeps as the title's context, so the fields
+# themselves (`rank`, `host`: words every prefixed line holds) need no gate.
+ROOT_CAUSE = "Root Cause (first observed failure)"
+ROOT_CAUSE_TERMS = (Term(re.escape(ROOT_CAUSE), ("root cause",)),)
+ROOT_FIELD = re.compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
+ROOT_FIELD_LINES = 8
+
+EXCEPTION_LINE = _any(EXCEPTION_TERMS)
+ECHO = _any(ECHO_TERMS)
+OTHER_FAILURE = _any(OTHER_FAILURE_TERMS)
+SUCCESS = _any(SUCCESS_TERMS)
+# The exception type named anywhere in a line (triage groups unexplained failures by it).
+EXCEPTION_TYPE = re.compile(rf"\b([A-Za-z_][\w.]*{_SUFFIX})\b")
+
+ALL_TERMS = EXCEPTION_TERMS + ECHO_TERMS + OTHER_FAILURE_TERMS + SUCCESS_TERMS + ROOT_CAUSE_TERMS
+# What the prefilter must find to keep a line (the rules' own keywords join these).
+SELECT_LITERALS = tuple(sorted({g for t in ALL_TERMS for g in t.gates}))
+SELECT_PATTERNS = tuple(sorted({t.gate_pattern for t in ALL_TERMS if t.gate_pattern}))

@@ -1,0 +1,82 @@
+"""The failure vocabulary is written once, and the prefilter keeps every line it could use."""
+
+import re
+
+import pytest
+
+from classifier import vocabulary
+from classifier.corpus.evaluate import find_cases
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.read import RawLine, Warnings, read_lines
+from classifier.rules.examples import example_cases
+from classifier.rules.load import default_rules
+from conftest import LOGS, ROOT
+
+RULES = default_rules()
+_TERMS = [(t, re.compile(t.pattern)) for t in vocabulary.ALL_TERMS]
+
+
+def _used(msg):
+    """Would a signal or a rule look at this normalised line?"""
+    low = msg.lower()
+    return any(rx.search(msg) for _, rx in _TERMS) or any(k in low for r in RULES.rules
+                                                         for k in r.keywords)
+
+
+def _selected_linenos(data, finder):
+    starts = finder.line_starts(data)
+    return {data.count(b"\n", 0, s) + 1 for s in starts}
+
+
+def _texts():
+    """(name, raw lines) of every corpus case, realistic test log and rule example."""
+    for log, meta in find_cases(ROOT / "corpus"):
+        yield log.name, list(read_lines(str(log), Warnings()))
+    for log in sorted(LOGS.glob("*.log")):
+        yield log.name, list(read_lines(str(log), Warnings()))
+    for test_id, _, _, text, _ in example_cases(RULES):
+        yield test_id, [RawLine("<example>", i, t) for i, t in enumerate(text.splitlines(), 1)]
+
+
+@pytest.mark.parametrize("engine", ["re", "hyperscan"])
+def test_the_prefilter_selects_every_line_a_signal_or_rule_could_use(engine):
+    finder = RULES.finder(engine)
+    missed = []
+    for name, raw in _texts():
+        data = "".join(line.text + "\n" for line in raw).encode("utf-8", "surrogateescape")
+        selected = _selected_linenos(data, finder)
+        for line in normalize(iter(raw)):
+            if line.msg and _used(line.msg) and line.lineno not in selected:
+                missed.append(f"{name}:{line.lineno}: {line.msg[:120]}")
+    assert not missed, missed[:20]
+
+
+def test_every_term_match_holds_its_gate():
+    for name, raw in _texts():
+        for line in normalize(iter(raw)):
+            for term, rx in _TERMS:
+                if line.msg and rx.search(line.msg):
+                    low = line.msg.lower()
+                    assert any(g in low for g in term.gates) or (
+                        term.gate_pattern and re.search(term.gate_pattern, low)), (term, line.msg)
+
+
+def test_consumers_read_the_one_vocabulary():
+    from classifier.diagnosis import region, signals
+    from classifier.jobs import group
+    assert region.EXCEPTION_LINE is signals.EXCEPTION_LINE is vocabulary.EXCEPTION_LINE
+    assert group.EXCEPTION_TYPE is vocabulary.EXCEPTION_TYPE
+    assert set(vocabulary.SELECT_LITERALS) >= {s.lower() for s in vocabulary.EXCEPTION_SUFFIXES}
+
+
+@pytest.mark.parametrize("select", ["re", "hyperscan"])
+def test_a_glog_fatal_line_is_a_failure_with_the_prefilter_too(tmp_path, select):
+    log = tmp_path / "job.log"
+    healthy = "".join(f"[rank0]: step {i} loss 1.{i % 10}\n" for i in range(6000))
+    # no failure word on the line: only its glog shape says FATAL (head and tail lie far away)
+    log.write_text(healthy + "[rank0]: F1203 12:00:01.123456 4242 custom_op.cc:88] Check "
+                   "n > 0 (0 vs. 0)\n" + healthy)
+    full = diagnose_job([str(log)], select=False)
+    assert full["category"] == "unknown"
+    assert diagnose_job([str(log)], select=select) == full
