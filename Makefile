@@ -14,7 +14,7 @@ install: $(BIN)/python
 	$(BIN)/pip install -q .
 
 # torch first and pinned: an unpinned torch (pulled in by deepspeed) is a multi-GB CUDA build.
-# The preflight tests (tests/test_check_config.py, tests/test_envcheck.py) run against this
+# The preflight tests (tests/preflight/test_check_config.py, tests/preflight/test_env.py) run against this
 # exact deepspeed; classifier/preflight/deepspeed/schema.py follows it.
 install-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
@@ -28,12 +28,12 @@ demo: install
 test: install-test browser
 	$(BIN)/python -m pytest -q
 
-# tests/test_html.py drives Debian's headless Chromium; install it when missing (needs root).
+# tests/jobs/test_html.py drives Debian's headless Chromium; install it when missing (needs root).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || \
-	  echo "note: no chromium here and not root: tests/test_html.py will fail (apt-get install chromium)"
+	  echo "note: no chromium here and not root: tests/jobs/test_html.py will fail (apt-get install chromium)"
 
 # Retrain the fallback model on corpus/ (deterministic) and write classifier/diagnosis/model.json.
 model: install-test

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,12 @@ def diagnose_json(*args, stdin=None):
     proc = run_dsdiag("--format", "json", *args, stdin=stdin)
     assert proc.returncode in (0, 1), proc.stderr.decode()
     return proc.returncode, json.loads(proc.stdout)
+
+
+def default_sigint():
+    """preexec_fn for a child that must see Ctrl-C: a backgrounded `make test` runs with SIGINT
+    ignored, and an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

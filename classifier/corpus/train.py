@@ -131,7 +131,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     # One BLAS/OpenMP thread: a multi-threaded reduction sums in a different order from run to
     # run. (The last bits may still differ between processes: numpy's SIMD sums depend on
-    # memory alignment; tests/test_model.py compares to rounding.)
+    # memory alignment; tests/diagnosis/test_fallback.py compares to rounding.)
     from threadpoolctl import threadpool_limits
     with threadpool_limits(limits=1):
         return _train(args)

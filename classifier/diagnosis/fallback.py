@@ -2,7 +2,7 @@
 
 Trained with scikit-learn (TF-IDF + logistic regression, see `classifier/corpus/train.py`) and
 shipped as data: vocabulary, idf, coefficients, intercepts, the calibrated threshold. No
-pickle, no scikit-learn at run time; `tests/test_model.py` proves the numbers match.
+pickle, no scikit-learn at run time; `tests/diagnosis/test_fallback.py` proves the numbers match.
 """
 
 import json

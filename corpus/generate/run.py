@@ -52,7 +52,7 @@ SCRUB = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCA
 #            unless `evidence` (regexes) is given: then only lines matching those are evidence.
 # expect: "fail" (non-zero exit) or "ok" (exit 0).
 # xfail: a reason, written to the sidecar, when dsdiag is known to get the case wrong
-#        (tests/test_corpus.py runs such a case as a strict xfail).
+#        (tests/corpus/test_corpus_cases.py runs such a case as a strict xfail).
 # setup: names of context managers below (listen_port, tmpfs, cext, fresh_ext, nocxx_path).
 
 DS = ["{ds}", "--num_gpus", "2", "--master_port", "{port}"]

@@ -6,7 +6,7 @@ monitor/config.py, comm/config.py, compile/config.py, the dict readers of
 activation_checkpointing, flops_profiler, aio, checkpoint and data_types, the optimizer
 constructors in ops/ and the schedulers in runtime/lr_schedules.py). When deepspeed is
 importable, classifier.preflight.deepspeed.introspect reads the same facts from the installed release instead,
-and tests/test_check_config.py holds this file to that release.
+and tests/preflight/test_check_config.py holds this file to that release.
 
 Field types use a small notation: "bool", "int", "number", "str", "list", "object" (any
 mapping, not checked inside), "any"; a trailing "?" accepts null; "enum:a|b|c" lists the values;

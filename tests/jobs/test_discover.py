@@ -7,34 +7,7 @@ from conftest import diagnose_json, run_dsdiag
 
 from classifier.jobs.discover import discover_jobs, job_files
 from classifier.ranks import rank_from_path
-
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-       "capacity of 79.15 GiB of which 1.00 GiB is free.")
-PORT = ("RuntimeError: The server socket has failed to listen on any local network address. The "
-        "server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).")
-
-
-def _write(path, lines):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
-
-
-def torchrun_log_dir(root, ranks=4):
-    """A torchrun --log-dir tree: attempt_0 died of a port clash, attempt_1 (the one that counts)
-    of an OOM on ranks 3 and 0 — rank 3 first in time, though its file comes later."""
-    run = root / "job42_k3j9x0ab"  # <run_id>_<mkdtemp suffix>
-    _write(run / "attempt_0" / "0" / "stderr.log", [f"2024-05-01 10:00:00,000 {PORT}"])
-    for r in range(ranks):
-        lines = [f"2024-05-01 11:00:0{r},000 [INFO] step 1 loss 2.0{r}"]
-        if r == 0:
-            lines.append(f"2024-05-01 11:00:30,000 {OOM}")
-        if r == 3:
-            lines.append(f"2024-05-01 11:00:10,000 {OOM}")
-        _write(run / "attempt_1" / str(r) / "stderr.log", lines)
-        _write(run / "attempt_1" / str(r) / "stdout.log", [f"2024-05-01 11:00:0{r},500 rank {r} up"])
-    (run / "attempt_1" / "0" / "error.json").write_text("{}")
-    return root
-
+from jobtrees import OOM, PORT, torchrun_log_dir, write_lines
 
 def test_torchrun_log_dir_reads_the_latest_attempt_in_rank_order(tmp_path):
     files = job_files(str(torchrun_log_dir(tmp_path / "logs")))
@@ -64,14 +37,14 @@ def test_attempt_and_run_directories_given_directly(tmp_path):
 def test_slurm_task_outputs_and_rank_files_order_by_rank(tmp_path):
     slurm = tmp_path / "slurm"
     for t in (10, 2, 0, 1):
-        _write(slurm / f"slurm-777_{t}.out", [f"task {t}"])
-    _write(slurm / "launcher.log", ["srun: launching"])
+        write_lines(slurm / f"slurm-777_{t}.out", [f"task {t}"])
+    write_lines(slurm / "launcher.log", ["srun: launching"])
     names = [os.path.basename(f) for f in job_files(str(slurm))]
     assert names == ["launcher.log", "slurm-777_0.out", "slurm-777_1.out", "slurm-777_2.out",
                      "slurm-777_10.out"]
     dotted = tmp_path / "dotted"
     for t in (3, 12, 0):
-        _write(dotted / f"train.{t}.log", ["x"])
+        write_lines(dotted / f"train.{t}.log", ["x"])
     assert [rank_from_path(f) for f in job_files(str(dotted))] == [0, 3, 12]
     assert rank_from_path("slurm-123.out") is None  # %j alone names the job, not a task
     assert rank_from_path("log_rank_3.txt") == 3 and rank_from_path("node1.rank12.err") == 12
@@ -79,10 +52,10 @@ def test_slurm_task_outputs_and_rank_files_order_by_rank(tmp_path):
 
 def test_compressed_rank_files_count_and_other_files_do_not(tmp_path):
     job = tmp_path / "job"
-    _write(job / "rank0.log", ["[INFO] step 1"])
+    write_lines(job / "rank0.log", ["[INFO] step 1"])
     with gzip.open(job / "rank1.log.gz", "wt") as fh:
         fh.write(f"[INFO] step 1\n{OOM}\n")
-    _write(job / ".hidden.log", [OOM])
+    write_lines(job / ".hidden.log", [OOM])
     (job / "model.pt").write_bytes(b"\x00")
     (job / "error.json").write_text("{}")
     assert [os.path.basename(f) for f in job_files(str(job))] == ["rank0.log", "rank1.log.gz"]
@@ -93,10 +66,10 @@ def test_compressed_rank_files_count_and_other_files_do_not(tmp_path):
 
 def test_discover_jobs_splits_an_archive_into_job_directories(tmp_path):
     archive = tmp_path / "archive"
-    _write(archive / "job1" / "rank0.log", ["a"])
-    _write(archive / "job1" / "rank1.log", ["b"])
+    write_lines(archive / "job1" / "rank0.log", ["a"])
+    write_lines(archive / "job1" / "rank1.log", ["b"])
     torchrun_log_dir(archive / "job2")
-    _write(archive / "2024-05" / "job3" / "slurm-9_0.out", ["c"])  # nested archive level
+    write_lines(archive / "2024-05" / "job3" / "slurm-9_0.out", ["c"])  # nested archive level
     (archive / "empty").mkdir()
     jobs = discover_jobs(str(archive))
     assert [os.path.relpath(j, archive) for j, _ in jobs] == [os.path.join("2024-05", "job3"), "job1", "job2"]

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 from conftest import LOGS, ROOT, run_dsdiag
-from test_jobdir import torchrun_log_dir
+from jobtrees import torchrun_log_dir
 
 from classifier.jobs.html import render_html
 

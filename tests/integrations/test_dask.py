@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from conftest import LOGS, ROOT, run_dsdiag
-from test_jobdir import torchrun_log_dir
+from jobtrees import torchrun_log_dir
 
 
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from classifier.diagnosis.read import CHUNK, MAX_LINE
-from conftest import DEMO, ROOT, diagnose_json, run_dsdiag
+from conftest import DEMO, ROOT, default_sigint, diagnose_json, run_dsdiag
 
 OOM = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB"
 
@@ -113,7 +113,8 @@ def test_fifo_is_read_like_a_pipe(tmp_path):
 
 def test_ctrl_c_exits_130_without_traceback():
     proc = subprocess.Popen([sys.executable, "-m", "classifier"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                            preexec_fn=default_sigint)
     proc.stdin.write(b"step 1\n")
     proc.stdin.flush()
     time.sleep(1.5)  # let it start reading the never-ending pipe

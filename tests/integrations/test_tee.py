@@ -9,7 +9,7 @@ import sys
 import time
 
 from classifier.integrations.tee import copy_stream
-from conftest import DEMO, ROOT, run_dsdiag
+from conftest import DEMO, ROOT, default_sigint, run_dsdiag
 
 HOSTILE_TAIL = b"\xff\xfe bad utf-8 \xc3\n\x00\x00NUL line\r\nlast line without newline"
 
@@ -19,7 +19,7 @@ def _popen(*args, env=None, **kw):
     full_env.pop("NO_COLOR", None)
     full_env.update(env or {})
     return subprocess.Popen([sys.executable, "-m", "classifier", *map(str, args)], cwd=ROOT,
-                            env=full_env, **kw)
+                            env=full_env, preexec_fn=default_sigint, **kw)
 
 
 def _read_until(fd, want, timeout):
