@@ -13,8 +13,10 @@ lines: its body lines carry no marker of their own) and to a whole diagnosis dic
 
 import copy
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 PATTERNS_FILE = Path(__file__).with_name("redaction.yaml")
 _PEM_BEGIN = re.compile(r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
@@ -26,19 +28,20 @@ class Pattern:
 
     __slots__ = ("id", "title", "regex", "replace", "examples")
 
-    def __init__(self, entry):
+    def __init__(self, entry: dict[str, Any]) -> None:
         self.id = entry["id"]
         self.title = entry.get("title", "")
         self.regex = re.compile(entry["regex"])
         self.replace = entry.get("replace") or f"[REDACTED:{self.id}]"
         self.examples = entry.get("examples") or {}
 
-    def sub(self, text):
+    def sub(self, text: str) -> str:
+        """Return `text` with this pattern's matches replaced."""
         return self.regex.sub(self.replace, text)
 
 
 @lru_cache(maxsize=None)
-def load_patterns(path=PATTERNS_FILE):
+def load_patterns(path: str | Path = PATTERNS_FILE) -> tuple[Pattern, ...]:
     """Load and compile the redaction patterns (cached; yaml is imported only here)."""
     import yaml
     with open(path, encoding="utf-8") as fh:
@@ -46,7 +49,7 @@ def load_patterns(path=PATTERNS_FILE):
     return tuple(Pattern(entry) for entry in data["patterns"])
 
 
-def redact_text(text, patterns=None):
+def redact_text(text: str, patterns: Sequence[Pattern] | None = None) -> str:
     """Return `text` with every secret replaced by `[REDACTED:<pattern id>]`."""
     if not text:
         return text
@@ -55,7 +58,7 @@ def redact_text(text, patterns=None):
     return text
 
 
-def redact_lines(texts, patterns=None):
+def redact_lines(texts: Iterable[str], patterns: Sequence[Pattern] | None = None) -> list[str]:
     """Redact consecutive log lines; lines inside a PEM private-key block are dropped whole.
 
     A block's BEGIN line is redacted by its pattern; its base64 body lines and the END line
@@ -112,13 +115,16 @@ def _redact_value(value, patterns):
     return value
 
 
-def redact_diagnosis(diagnosis, patterns=None):
+def redact_diagnosis(diagnosis: dict[str, Any],
+                     patterns: Sequence[Pattern] | None = None) -> dict[str, Any]:
     """Return a redacted deep copy of a diagnosis dict; the input is left untouched."""
     patterns = patterns or load_patterns()
     return _redact_value(copy.deepcopy(diagnosis), patterns)
 
 
-def example_cases(patterns=None):
+def example_cases(
+    patterns: Sequence[Pattern] | None = None,
+) -> Iterator[tuple[str, Pattern, str, str, str | None]]:
     """Yield (test_id, pattern, kind, text, secret) for every example of every pattern."""
     for pattern in patterns or load_patterns():
         for kind in ("match", "no_match"):
@@ -127,7 +133,8 @@ def example_cases(patterns=None):
                 yield f"redact-{pattern.id}-{kind}-{i}", pattern, kind, text, secret
 
 
-def check_example(pattern, kind, text, secret, patterns=None):
+def check_example(pattern: Pattern, kind: str, text: str, secret: str | None,
+                  patterns: Sequence[Pattern] | None = None) -> str | None:
     """Return None if the example behaves under the whole redactor, else a one-line reason."""
     out = redact_text(text, patterns)
     if kind == "match":

@@ -5,6 +5,8 @@ job and returns the diagnosis as plain data, so the CLI, triage and tests all sh
 """
 
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from classifier import confidence as confidence_levels
 from classifier import taxonomy
@@ -20,9 +22,12 @@ from classifier.diagnosis.region import FailureRegion, mask
 from classifier.diagnosis.signals import FailureSignals
 from classifier.taxonomy import retry_verdict
 
+if TYPE_CHECKING:
+    from classifier.rules.model import RuleSet
+
 SCHEMA_VERSION = 1
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
-def tool_info(rules):
+def tool_info(rules: "RuleSet") -> dict[str, str]:
     """What produced a diagnosis: dsdiag's version and the rule set's hash."""
     from classifier import __version__
     return {"name": "dsdiag", "version": __version__, "rules": rules.version}
@@ -84,7 +89,9 @@ def _finding(category, hits, ranks_seen):
     }, rule
 
 
-def diagnose_job(paths, rules=None, chunk_size=None, select=None, use_model=True):
+def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
+                 chunk_size: int | None = None, select: bool | str | None = None,
+                 use_model: bool = True) -> dict[str, Any]:
     """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict.
 
     `select` forces the prefilter on (True, or an engine name 'hyperscan' / 're') or off

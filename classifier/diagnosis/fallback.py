@@ -8,7 +8,9 @@ pickle, no scikit-learn at run time; `tests/diagnosis/test_fallback.py` proves t
 import json
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 MODEL_PATH = Path(__file__).resolve().parent / "model.json"
 # Same as the vectorizer's token_pattern and lowercase=True in train.py.
@@ -18,7 +20,7 @@ TOKEN = re.compile(r"(?u)\b[a-z_][a-z0-9_]+\b")
 class TextModel:
     """A linear multinomial model over sublinear TF-IDF word uni- and bigrams."""
 
-    def __init__(self, data):
+    def __init__(self, data: dict[str, Any]) -> None:
         self.classes = data["classes"]
         self.vocabulary = data["vocabulary"]
         self.idf = data["idf"]
@@ -27,7 +29,7 @@ class TextModel:
         self.threshold = data["threshold"]
         self.ngram_max = data.get("ngram_max", 2)
 
-    def features(self, text):
+    def features(self, text: str) -> dict[int, float]:
         """Return {column: tf-idf weight}, L2-normalised, for a text."""
         tokens = TOKEN.findall(text.lower())
         counts = {}
@@ -40,7 +42,7 @@ class TextModel:
         norm = math.sqrt(sum(w * w for w in weights.values()))
         return {col: w / norm for col, w in weights.items()} if norm else {}
 
-    def probabilities(self, text):
+    def probabilities(self, text: str) -> dict[str, float]:
         """Return the class probabilities (softmax of the linear scores) for a text."""
         x = self.features(text)
         scores = [b + sum(row[col] * w for col, w in x.items())
@@ -50,7 +52,7 @@ class TextModel:
         total = sum(exps)
         return {c: e / total for c, e in zip(self.classes, exps)}
 
-    def line_scores(self, texts, cls):
+    def line_scores(self, texts: Iterable[str], cls: str) -> list[float]:
         """Score each text by how much its own terms push towards class `cls`."""
         row = self.coef[self.classes.index(cls)]
         return [sum(row[col] * w for col, w in self.features(t).items()) for t in texts]
@@ -59,7 +61,7 @@ class TextModel:
 _MODEL = None
 
 
-def load_model(path=MODEL_PATH):
+def load_model(path: str | Path = MODEL_PATH) -> TextModel | None:
     """Load the shipped model once; None when the package has none."""
     global _MODEL
     if _MODEL is None and Path(path).is_file():

@@ -8,6 +8,14 @@ logger or terminal hard-wrapped still matches.
 
 import re
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.normalize import Line
+    from classifier.diagnosis.read import Warnings
+    from classifier.rules.model import Rule
 
 REGEX_TIMEOUT = 0.5  # seconds per search; no rule and no line may stall a diagnosis
 CONTEXT_LINES = 50
@@ -22,23 +30,21 @@ _WINDOWS = ((0, 0), (0, 1), (0, 2), (-1, 0), (-1, 1), (-2, 0))
 _CODE_LINE = re.compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|f?["']""")
 
 
+@dataclass(slots=True, eq=False)
 class Hit:
     """One rule firing: the lines its match spans and the values it captured."""
 
-    __slots__ = ("rule", "lines", "facts")
-
-    def __init__(self, rule, lines, facts):
-        self.rule = rule
-        self.lines = lines
-        self.facts = facts
+    rule: "Rule"
+    lines: list["Line"]
+    facts: dict[str, str]
 
     @property
-    def first(self):
+    def first(self) -> "Line":
         """The line where the matched message starts."""
         return self.lines[0]
 
 
-def trie_regex(words):
+def trie_regex(words: Iterable[str]) -> str:
     """Build one regex matching any of `words`, shaped as a trie so each position tries one branch.
 
     A flat alternation of ~200 literals makes `re` try every alternative at every position;
@@ -68,7 +74,7 @@ def trie_regex(words):
 class KeywordIndex:
     """Maps the keywords found in a line to the rules they gate."""
 
-    def __init__(self, rules):
+    def __init__(self, rules: Iterable["Rule"]) -> None:
         by_keyword = {}
         for rule in rules:
             for kw in rule.keywords:
@@ -90,7 +96,7 @@ class KeywordIndex:
         self._pattern = re.compile(trie) if trie else None
         self._overlapping = re.compile("(?=(" + trie + "))") if trie else None
 
-    def rules_for(self, msg):
+    def rules_for(self, msg: str) -> Sequence["Rule"]:
         """Return the rules whose keywords occur in `msg` (case-insensitive), in rule order."""
         if self._pattern is None:
             return ()
@@ -156,7 +162,9 @@ def _has_context(rule, buf, i, warnings):
     return False
 
 
-def scan(lines, index, on_line=None, warnings=None):
+def scan(lines: Iterable["Line"], index: KeywordIndex,
+         on_line: Callable[["Line"], None] | None = None,
+         warnings: "Warnings | None" = None) -> Iterator[Hit]:
     """Yield Hits for an iterable of Lines of one input; `on_line` sees every line once."""
     buf = deque()
     seen = set()

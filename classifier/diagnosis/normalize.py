@@ -7,6 +7,12 @@ removed here, and the rank and time it carried are kept on the line.
 
 import calendar
 import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.read import RawLine
 
 # CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -61,23 +67,21 @@ _BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
 MATCH_LIMIT = 8 * 1024
 
 
+@dataclass(slots=True, eq=False)
 class Line:
     """A log line after normalisation: where it came from, its rank and time, its message."""
 
-    __slots__ = ("source", "lineno", "text", "msg", "rank", "host", "ts", "index")
-
-    def __init__(self, source, lineno, text, msg, rank, host, ts, index):
-        self.source = source      # file name as given, `<stdin>` for a pipe
-        self.lineno = lineno      # 1-based physical line number in that input
-        self.text = text          # the line as the user would see it (colours removed)
-        self.msg = msg            # the bare message the rules match
-        self.rank = rank          # int or None
-        self.host = host          # pdsh host label or None
-        self.ts = ts              # seconds since the epoch (own or inherited) or None
-        self.index = index        # position of the input among the job's files
+    source: str               # file name as given, `<stdin>` for a pipe
+    lineno: int               # 1-based physical line number in that input
+    text: str                 # the line as the user would see it (colours removed)
+    msg: str                  # the bare message the rules match
+    rank: int | None          # from a rank label, else the file name's, or None
+    host: str | None          # pdsh host label or None
+    ts: float | None          # seconds since the epoch (own or inherited) or None
+    index: int                # position of the input among the job's files
 
 
-def visible_text(raw):
+def visible_text(raw: str) -> str:
     """Return a raw line without colours and without the progress bars `\\r` redraws over it.
 
     A terminal shows only the last `\\r` rewrite, but a message printed between two redraws of
@@ -115,7 +119,7 @@ def _syslog_seconds(m):
                             int(m["h"]), int(m["mi"]), int(m["s"]), 0, 0, 0))
 
 
-def strip_prefixes(text):
+def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None]:
     """Split a visible line into (message, rank, host, timestamp) by peeling known prefixes."""
     rank = host = ts = None
     msg = text
@@ -152,7 +156,8 @@ def strip_prefixes(text):
     return msg.strip(), rank, host, ts
 
 
-def normalize(raw_lines, index=0, file_rank=None):
+def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
+              file_rank: int | None = None) -> Iterator[Line]:
     """Yield Line objects for RawLines of one input; lines inherit the last timestamp seen."""
     last_ts = None
     for raw in raw_lines:

@@ -9,10 +9,15 @@ trie-shaped `re` alternation otherwise; both select exactly the same lines.
 """
 
 from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from classifier.diagnosis.match import CONTEXT_LINES, trie_regex
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 from classifier.vocabulary import ROOT_FIELD_LINES
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.read import Warnings
 
 BIG_CHUNK = 4 << 20         # big enough that per-chunk work vanishes, small for memory
 BEFORE = CONTEXT_LINES + 2   # a rule's context and its two-line-back window
@@ -25,12 +30,12 @@ class PurePythonFinder:
 
     name = "re"
 
-    def __init__(self, literals, patterns=()):
+    def __init__(self, literals: Iterable[str], patterns: Iterable[str] = ()) -> None:
         import re
         alternatives = [trie_regex(sorted(literals))] + list(patterns)
         self._pattern = re.compile("|".join(alternatives).encode("utf-8"))
 
-    def line_starts(self, chunk):
+    def line_starts(self, chunk: bytes) -> list[int]:
         """Sorted offsets of the starts of lines in `chunk` that hold a literal."""
         low = chunk.lower()
         out, last = [], -1
@@ -47,7 +52,7 @@ class HyperscanFinder:
 
     name = "hyperscan"
 
-    def __init__(self, literals, patterns=()):
+    def __init__(self, literals: Iterable[str], patterns: Iterable[str] = ()) -> None:
         import hyperscan
         import re
         expressions = [re.escape(lit).encode("utf-8") for lit in sorted(literals)]
@@ -57,7 +62,7 @@ class HyperscanFinder:
                          elements=len(expressions),
                          flags=[hyperscan.HS_FLAG_CASELESS] * len(expressions))
 
-    def line_starts(self, chunk):
+    def line_starts(self, chunk: bytes) -> list[int]:
         """Sorted offsets of the starts of lines in `chunk` that hold a literal."""
         ends = []
         self._db.scan(chunk, match_event_handler=lambda _id, _from, to, _flags, _ctx: ends.append(to))
@@ -65,7 +70,8 @@ class HyperscanFinder:
         return starts
 
 
-def make_finder(literals, patterns=(), engine="auto"):
+def make_finder(literals: Iterable[str], patterns: Iterable[str] = (),
+                engine: str = "auto") -> PurePythonFinder | HyperscanFinder:
     """The fastest finder available ('auto'), or the one named ('hyperscan' / 're').
 
     `patterns` are regexes written for lower-cased text (the shapes no literal gates).
@@ -166,7 +172,9 @@ class _Selector:
                 yield self._line(lineno, data)
 
 
-def select_lines(chunks, source, warnings, finder, chunk_bytes=BIG_CHUNK):
+def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
+                 finder: PurePythonFinder | HyperscanFinder,
+                 chunk_bytes: int = BIG_CHUNK) -> Iterator[RawLine]:
     """Yield the RawLines of an input worth diagnosing, from its byte chunks."""
     selector = _Selector(source, warnings, finder)
     pending = bytearray()

@@ -13,6 +13,8 @@ import os
 import stat
 import sys
 import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 CHUNK = 1 << 20
 MAX_LINE = 64 * 1024
@@ -32,17 +34,17 @@ class InputError(Exception):
 class Warnings:
     """Collects reader warnings once per code, with a count, for the JSON `warnings` list."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._items = {}
 
-    def add(self, code, message):
+    def add(self, code: str, message: str) -> None:
         """Record one occurrence of a warning code."""
         if code in self._items:
             self._items[code][1] += 1
         else:
             self._items[code] = [message, 1]
 
-    def as_list(self):
+    def as_list(self) -> list[dict[str, str]]:
         """Return the warnings as [{code, message}] in first-seen order."""
         out = []
         for code, (message, count) in self._items.items():
@@ -51,23 +53,21 @@ class Warnings:
         return out
 
 
+@dataclass(slots=True, eq=False)
 class RawLine:
     """One physical line of one input, 1-based, decoded with replacement characters."""
 
-    __slots__ = ("source", "lineno", "text")
-
-    def __init__(self, source, lineno, text):
-        self.source = source
-        self.lineno = lineno
-        self.text = text
+    source: str
+    lineno: int
+    text: str
 
 
-def display_name(path):
+def display_name(path: str) -> str:
     """Name an input the way the user gave it; stdin is shown as `<stdin>`."""
     return "<stdin>" if path == "-" else path
 
 
-def check_readable(path):
+def check_readable(path: str) -> None:
     """Raise InputError with a one-line reason if `path` cannot be read as a log."""
     if path == "-":
         return
@@ -116,7 +116,8 @@ class _Peeked:
         return self._stream.read(n)
 
 
-def byte_chunks(path, warnings, chunk_size=CHUNK):
+def byte_chunks(path: str, warnings: Warnings,
+                chunk_size: int = CHUNK) -> Iterator[bytes]:
     """Yield decompressed byte chunks of one input, warning (not failing) on a cut stream."""
     try:
         raw = _open_binary(path)
@@ -162,7 +163,8 @@ def byte_chunks(path, warnings, chunk_size=CHUNK):
             raw.close()
 
 
-def decode_line(line_bytes, source, warnings):
+def decode_line(line_bytes: bytes, source: str, warnings: Warnings) -> str:
+    """Return one line's bytes as text: NULs dropped, invalid UTF-8 replaced, trailing CRs cut."""
     if b"\x00" in line_bytes:
         warnings.add("nul_bytes", f"{source}: NUL bytes ignored")
         line_bytes = line_bytes.replace(b"\x00", b"")
@@ -172,7 +174,8 @@ def decode_line(line_bytes, source, warnings):
     return text
 
 
-def split_lines(chunks, source, warnings):
+def split_lines(chunks: Iterable[bytes], source: str,
+                warnings: Warnings) -> Iterator[RawLine]:
     """Yield RawLines from byte chunks; where the chunks are cut never changes the lines."""
     pending = bytearray()
     skipping = False  # inside the remainder of an over-long line
@@ -203,6 +206,7 @@ def split_lines(chunks, source, warnings):
         yield RawLine(source, lineno, decode_line(bytes(pending), source, warnings))
 
 
-def read_lines(path, warnings, chunk_size=CHUNK):
+def read_lines(path: str, warnings: Warnings,
+               chunk_size: int = CHUNK) -> Iterator[RawLine]:
     """Yield RawLine for every line of `path` ('-' is stdin); bytes never stop the scan."""
     return split_lines(byte_chunks(path, warnings, chunk_size), display_name(path), warnings)

@@ -7,8 +7,13 @@ paths are masked, so the model learns the wording of a failure and not one run's
 
 import re
 from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from classifier.vocabulary import EXCEPTION_LINE
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.normalize import Line
 
 TAIL = 60           # last meaningful lines kept
 EXCEPTIONS = 20     # exception lines kept (first ones are usually the cause, last the echo)
@@ -22,7 +27,7 @@ _MASKS = (
 )
 
 
-def mask(text):
+def mask(text: str) -> str:
     """Replace run-specific values (hex ids, addresses, directories, numbers) in a line."""
     for pattern, repl in _MASKS:
         text = pattern.sub(repl, text)
@@ -32,12 +37,12 @@ def mask(text):
 class FailureRegion:
     """Collects, line by line, the tail and the exception lines of a job (bounded memory)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.tail = deque(maxlen=TAIL)
         self.first_exceptions = []
         self.last_exceptions = deque(maxlen=EXCEPTIONS // 2)
 
-    def feed(self, line):
+    def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
         msg = line.msg
         if not msg or _CHATTER.search(msg):
@@ -49,7 +54,7 @@ class FailureRegion:
             else:
                 self.last_exceptions.append(line)
 
-    def lines(self):
+    def lines(self) -> list["Line"]:
         """The region's lines: exception lines first, then the tail, each line once."""
         out, seen = [], set()
         for line in list(self.first_exceptions) + list(self.last_exceptions) + list(self.tail):
@@ -60,12 +65,12 @@ class FailureRegion:
         return out
 
 
-def region_text(lines):
+def region_text(lines: Iterable["Line"]) -> str:
     """The masked text the model reads: one masked line per region line."""
     return "\n".join(mask(line.msg) for line in lines)
 
 
-def region_of_files(paths):
+def region_of_files(paths: Iterable[str]) -> list["Line"]:
     """Read a job's files and return its failure-region lines (used by training)."""
     from classifier.diagnosis.normalize import normalize
     from classifier.diagnosis.read import Warnings, read_lines

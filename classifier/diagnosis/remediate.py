@@ -1,6 +1,11 @@
 """Stage 5: the checklist item and the concrete next steps, filled with values from the log."""
 
 import re
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from classifier.rules.model import CategoryInfo, Rule
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
@@ -12,7 +17,8 @@ def _as_int(value):
         return None
 
 
-def derive_facts(category, facts, ranks_seen):
+def derive_facts(category: str, facts: Mapping[str, object],
+                 ranks_seen: Collection[int]) -> dict[str, object]:
     """Add values computed from the captured ones (corrected batch sizes, world size)."""
     out = dict(facts)
     if "world_size" not in out and len(ranks_seen) > 1:
@@ -29,7 +35,7 @@ def derive_facts(category, facts, ranks_seen):
     return out
 
 
-def fill(template, facts):
+def fill(template: str, facts: Mapping[str, object]) -> str | None:
     """Fill `{name}` placeholders; None when a named value is missing from the facts."""
     missing = False
 
@@ -45,7 +51,8 @@ def fill(template, facts):
     return None if missing else text
 
 
-def remediation_for(category_info, rule, facts):
+def remediation_for(category_info: "CategoryInfo | None", rule: "Rule | None",
+                    facts: Mapping[str, object]) -> list[str]:
     """Checklist item first, then the rule's own steps, then the category's, all filled."""
     steps = []
     if category_info is not None and category_info.checklist:

@@ -6,7 +6,13 @@ position within a file), preferring the rank torchelastic names as the first obs
 Symptoms decide only when no cause fired anywhere: highest priority, then earliest.
 """
 
+from collections.abc import Iterable, Sequence
 from functools import cmp_to_key
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.match import Hit
+    from classifier.diagnosis.normalize import Line
 
 MAX_EVIDENCE = 8
 KEEP_PER_RULE = 64
@@ -31,11 +37,11 @@ def _hit_key(hit):
 class HitCollector:
     """Keeps a bounded number of hits per rule, plus how often each rule fired."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.hits = []
         self.counts = {}
 
-    def add(self, hit):
+    def add(self, hit: "Hit") -> None:
         """Record one hit; beyond KEEP_PER_RULE per rule only the count grows."""
         n = self.counts.get(hit.rule.id, 0)
         self.counts[hit.rule.id] = n + 1
@@ -43,7 +49,7 @@ class HitCollector:
             self.hits.append(hit)
 
 
-def pick_root_cause(hits, root_rank=None):
+def pick_root_cause(hits: Sequence["Hit"], root_rank: int | None = None) -> "Hit | None":
     """Return the winning hit, or None when nothing fired."""
     causes = [h for h in hits if h.rule.role == "cause"]
     if causes:
@@ -57,7 +63,7 @@ def pick_root_cause(hits, root_rank=None):
     return min((h for h in hits if h.rule.priority == top), key=_hit_key)
 
 
-def evidence_of(hits):
+def evidence_of(hits: Iterable["Hit"]) -> list["Line"]:
     """Evidence lines for a group of hits: the first hit first, then one line per other place."""
     out, seen = [], set()
     for hit in hits:
@@ -72,7 +78,8 @@ def evidence_of(hits):
     return out
 
 
-def group_by_category(hits, winner):
+def group_by_category(hits: Iterable["Hit"],
+                      winner: "Hit | None") -> list[tuple[str, list["Hit"]]]:
     """Return [(category, hits)] with the winner's category first, the rest by first hit."""
     groups = {}
     for hit in sorted(hits, key=_hit_key):
@@ -84,7 +91,7 @@ def group_by_category(hits, winner):
     return list(groups.items())
 
 
-def merged_facts(hits):
+def merged_facts(hits: Iterable["Hit"]) -> dict[str, str]:
     """Merge the captured values of several hits; the first hit's value wins."""
     facts = {}
     for hit in hits:

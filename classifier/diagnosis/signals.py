@@ -5,8 +5,13 @@ explain; its final exception is the evidence) and `none` (a healthy log). They a
 torchelastic's "Root Cause (first observed failure)" summary, which names the failing rank.
 """
 
+from typing import TYPE_CHECKING
+
 from classifier.vocabulary import (ECHO, EXCEPTION_LINE, OTHER_FAILURE, ROOT_CAUSE, ROOT_FIELD,
                                   ROOT_FIELD_LINES, SUCCESS)
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.normalize import Line
 
 MAX_EXCEPTIONS = 256
 
@@ -14,7 +19,7 @@ MAX_EXCEPTIONS = 256
 class FailureSignals:
     """Collects, line by line, whether the job failed and its last exception line."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.failed = False
         self.last_exception = None     # last exception line that is not a launcher echo
         self.last_echo = None          # last launcher echo, used only if nothing better
@@ -27,7 +32,7 @@ class FailureSignals:
         self._last_failure = {}        # source -> line number of its last failure marker
         self._last_success = {}        # source -> line number of its last success marker
 
-    def feed(self, line):
+    def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
         msg = line.msg
         if not msg:
@@ -64,11 +69,11 @@ class FailureSignals:
             self.last_marker = line
             self._last_failure[line.source] = line.lineno
 
-    def survived(self):
+    def survived(self) -> bool:
         """True when every file that shows a failure ends with a success marker after it."""
         return bool(self._last_failure) and all(
             self._last_success.get(src, 0) > lineno for src, lineno in self._last_failure.items())
 
-    def final_error(self):
+    def final_error(self) -> "Line | None":
         """The line that best states the failure when no rule explains it."""
         return self.last_exception or self.last_echo or self.last_marker

@@ -11,6 +11,8 @@ Dask is imported here only, when --dask is used: `dsdiag` itself never needs it.
 """
 
 import os
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from classifier.jobs.run import make_batches, triage_batch
 
@@ -41,7 +43,10 @@ def _restore_paths(results, given):
     return results
 
 
-def run_on_dask(address, jobs, rules_dirs=(), redact=True, timeout=CONNECT_TIMEOUT_S):
+def run_on_dask(
+    address: str, jobs: Iterable[tuple[str, list[str]]], rules_dirs: Iterable[str] = (),
+    redact: bool = True, timeout: float = CONNECT_TIMEOUT_S,
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """Connect to the scheduler now; return an iterator of (batch index, results) as they finish.
 
     Raises DaskError when `distributed` is missing or the scheduler does not answer within

@@ -12,6 +12,7 @@ the exit codes of the category table (classifier/taxonomy.py), which a Job's `po
 """
 
 import os
+from typing import Any
 
 from classifier.taxonomy import k8s_exit_code
 
@@ -33,7 +34,7 @@ def _first_step(remediation):
     return remediation[0] if remediation else None
 
 
-def termination_message(d, limit=MAX_BYTES):
+def termination_message(d: dict[str, Any], limit: int = MAX_BYTES) -> str:
     """Render the compact verdict; at most `limit` bytes of UTF-8."""
     category = d["category"]
     retryable = d.get("retryable")
@@ -57,7 +58,7 @@ def termination_message(d, limit=MAX_BYTES):
     return data.decode("utf-8")
 
 
-def check_path(path, explicit):
+def check_path(path: str, explicit: bool) -> str | None:
     """Return an error message if writing `path` could destroy a user's file, else None.
 
     `--k8s-termination-log job.log` reads as PATH=job.log to argparse; the kubelet's file is
@@ -78,7 +79,7 @@ def check_path(path, explicit):
     return None
 
 
-def write_termination_log(path, d):
+def write_termination_log(path: str, d: dict[str, Any]) -> None:
     """Write the compact verdict to `path` (truncating it)."""
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(termination_message(d))

@@ -30,7 +30,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 SCONTROL_DIRS = ("/usr/bin", "/usr/local/bin", "/opt/slurm/bin", "/usr/sbin", "/usr/local/sbin",
                  "/bin", "/sbin")
@@ -57,7 +59,7 @@ def _log(message, quiet=False):
         sys.stderr.flush()
 
 
-def find_scontrol(explicit=None, env=None):
+def find_scontrol(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """Absolute path of scontrol: explicit, DSDIAG_SCONTROL, PATH, then the usual dirs."""
     env = os.environ if env is None else env
     import shutil
@@ -68,7 +70,7 @@ def find_scontrol(explicit=None, env=None):
     return shutil.which("scontrol", path=os.pathsep.join(dirs))
 
 
-def parse_show_job(text):
+def parse_show_job(text: str) -> dict[str, str]:
     """Parse `scontrol show job` (one job, multi-line) into {Key: value}."""
     info = {}
     for line in text.splitlines():
@@ -87,7 +89,7 @@ def _run(argv, timeout):
                           stdin=subprocess.DEVNULL)
 
 
-def show_job(scontrol, job_id, timeout):
+def show_job(scontrol: str, job_id: str | int, timeout: float) -> dict[str, str]:
     """Return the parsed `scontrol show job ID`, or raise RuntimeError with scontrol's words."""
     proc = _run([scontrol, "show", "job", str(job_id)], timeout)
     if proc.returncode != 0:
@@ -95,7 +97,7 @@ def show_job(scontrol, job_id, timeout):
     return parse_show_job(proc.stdout)
 
 
-def expand_pattern(pattern, env, info=None):
+def expand_pattern(pattern: str, env: Mapping[str, str], info: Mapping[str, str] | None = None) -> str:
     """Expand sbatch's filename pattern (`%j`, `%A_%a`, `%x`...) the way slurmstepd does."""
     info = info or {}
     job_id = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or info.get("JobId", "")
@@ -125,7 +127,7 @@ def expand_pattern(pattern, env, info=None):
     return path
 
 
-def log_paths(info, env):
+def log_paths(info: Mapping[str, str], env: Mapping[str, str]) -> list[str]:
     """The job's output files to diagnose: scontrol's StdOut/StdErr, else the env pattern."""
     paths = [info.get("StdOut"), info.get("StdErr")]
     if not any(paths):
@@ -140,7 +142,7 @@ def log_paths(info, env):
     return out
 
 
-def comment_text(d, existing=""):
+def comment_text(d: dict[str, Any], existing: str | None = "") -> str:
     """One line for the job's Comment, appended to a comment the user set with --comment."""
     verdict = {True: "retryable", False: "fix first"}.get(d.get("retryable"), "no verdict")
     layer = f" [{d['layer']}]" if d.get("layer") else ""
@@ -158,18 +160,19 @@ def comment_text(d, existing=""):
     return f"{kept} | {text}" if kept else text
 
 
-def update_comment(scontrol, job_id, text, timeout):
+def update_comment(scontrol: str, job_id: str | int, text: str, timeout: float) -> None:
     """Set the job's Comment; raise RuntimeError with scontrol's words when it refuses."""
     proc = _run([scontrol, "update", f"JobId={job_id}", f"Comment={text}"], timeout)
     if proc.returncode != 0:
         raise RuntimeError((proc.stderr or proc.stdout).strip() or f"exit {proc.returncode}")
 
 
-def sidecar_path(stdout_path):
+def sidecar_path(stdout_path: str) -> str:
+    """Return the path of the sidecar JSON written next to a job's output file."""
     return stdout_path + SIDECAR_SUFFIX
 
 
-def write_sidecar(path, d):
+def write_sidecar(path: str, d: dict[str, Any]) -> None:
     """Write the diagnosis JSON atomically (temp file + rename; a symlink there is replaced)."""
     directory = os.path.dirname(path) or "."
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
@@ -188,7 +191,7 @@ def write_sidecar(path, d):
 
 
 @contextmanager
-def as_job_user(env):
+def as_job_user(env: Mapping[str, str]) -> Iterator[None]:
     """As root, act with the job user's uid/gid (effective ids only); else do nothing."""
     uid, gid = env.get("SLURM_JOB_UID", ""), env.get("SLURM_JOB_GID", "")
     if os.geteuid() != 0 or not uid.isdigit() or int(uid) == 0:
@@ -235,7 +238,7 @@ def _parser():
     return p
 
 
-def annotate(args, env):
+def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     """Do the work; return a one-line summary. Raises on problems (main turns them into 0)."""
     job_id = args.job_id or env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
     if not job_id:
@@ -303,7 +306,7 @@ def annotate(args, env):
     return f"job {job_id}: {result['category']} -> {', '.join(done)}"
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Entry point of `dsdiag slurm-annotate`: always returns 0 (a failing Epilog drains the node)."""
     try:
         args = _parser().parse_args(argv)

@@ -23,23 +23,31 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import HasFileno
+
+    from classifier.rules.model import RuleSet
 
 CHUNK = 1 << 16
 DRAIN_SECONDS = 10.0
 
 
+@dataclass(slots=True, eq=False)
 class TeeStats:
     """What happened to the stream: bytes copied, where it stopped, what failed."""
 
-    def __init__(self):
-        self.bytes_in = 0
-        self.bytes_out = 0
-        self.stdout_error = None   # e.g. "Broken pipe": the reader closed early
-        self.spill_error = None    # e.g. "No space left on device"
-        self.read_error = None     # e.g. "Input/output error": stdin failed, not ended
-        self.spilled = 0
-        self.signum = None         # the first SIGINT / SIGTERM, if any
-        self.reached_eof = False
+    bytes_in: int = 0
+    bytes_out: int = 0
+    stdout_error: str | None = None   # e.g. "Broken pipe": the reader closed early
+    spill_error: str | None = None    # e.g. "No space left on device"
+    read_error: str | None = None     # e.g. "Input/output error": stdin failed, not ended
+    spilled: int = 0
+    signum: int | None = None         # the first SIGINT / SIGTERM, if any
+    reached_eof: bool = False
 
 
 class _Stop(Exception):
@@ -53,7 +61,8 @@ def _write_all(fd, data):
         view = view[n:]
 
 
-def copy_stream(in_fd, out_fd, spill, stats=None, chunk=CHUNK, drain_seconds=DRAIN_SECONDS):
+def copy_stream(in_fd: int, out_fd: int, spill: "HasFileno", stats: TeeStats | None = None,
+                chunk: int = CHUNK, drain_seconds: float = DRAIN_SECONDS) -> TeeStats:
     """Copy in_fd to out_fd and to the `spill` file (anything with fileno()) until EOF."""
     stats = stats or TeeStats()
     deadline = None
@@ -121,7 +130,8 @@ def _rename_source(result, old, new):
     return result
 
 
-def diagnose_spill(spill, rules, diagnose_job):
+def diagnose_spill(spill: IO[bytes], rules: "RuleSet",
+                   diagnose_job: Callable[[list[str], "RuleSet"], dict[str, Any]]) -> dict[str, Any]:
     """Diagnose the spilled bytes as `<stdin>`.
 
     On Linux the anonymous file is reopened by its /proc/self/fd path, so big logs take
@@ -140,7 +150,9 @@ def diagnose_spill(spill, rules, diagnose_job):
         sys.stdin = saved
 
 
-def tee_and_diagnose(rules, diagnose_job, in_fd=0, out_fd=1):
+def tee_and_diagnose(rules: "RuleSet | None",
+                     diagnose_job: Callable[[list[str], "RuleSet"], dict[str, Any]],
+                     in_fd: int = 0, out_fd: int = 1) -> tuple[dict[str, Any] | None, TeeStats]:
     """Pass fd 0 through to fd 1, then diagnose everything read; return (result, stats).
 
     `rules` may be None when they failed to load: the log is still passed through (a broken

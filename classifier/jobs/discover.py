@@ -41,7 +41,7 @@ _TORCHRUN_RUN_DIR = re.compile(r"^.+_[a-z0-9_]{8}$")
 _DIGITS = re.compile(r"(\d+)")
 
 
-def is_log_name(name):
+def is_log_name(name: str) -> bool:
     """Does a file name look like a log (`*.log|out|err|txt`, maybe compressed, not hidden)?"""
     return bool(LOG_NAME.match(name))
 
@@ -97,7 +97,7 @@ def _attempts(directory, dirs):
     return found
 
 
-def torchrun_files(directory):
+def torchrun_files(directory: str) -> list[str]:
     """The latest attempt's files of a torchrun `--log-dir` layout in `directory`, or [].
 
     `directory` may be the log dir, one run directory, or one attempt directory. With several
@@ -121,7 +121,7 @@ def torchrun_files(directory):
     return []
 
 
-def job_files(directory):
+def job_files(directory: str) -> list[str]:
     """One job's log files in `directory`, launcher output first, then by rank; [] if none."""
     files, _ = _entries(directory)
     found = [os.path.join(directory, f) for f in files if is_log_name(f)]
@@ -129,7 +129,7 @@ def job_files(directory):
     return sorted(set(found), key=_order_key)
 
 
-def discover_jobs(path, max_depth=MAX_DEPTH):
+def discover_jobs(path: str, max_depth: int = MAX_DEPTH) -> list[tuple[str, list[str]]]:
     """[(job path, [files])] for one command-line PATH, by the rule in the module docstring."""
     if not os.path.isdir(path):
         return [(path, [path])]

@@ -11,6 +11,7 @@ make two groups. Jobs no rule explains are grouped by the exception type of thei
 """
 
 import re
+from typing import Any
 
 from classifier.vocabulary import EXCEPTION_TYPE
 
@@ -43,7 +44,7 @@ def _key_value(value):
     return text if len(text) <= MAX_KEY_VALUE else text[:MAX_KEY_VALUE - 1] + "…"
 
 
-def group_key(result):
+def group_key(result: dict[str, Any]) -> str:
     """The summary's grouping key of one job's result (see the module docstring)."""
     if "error" in result:
         return "error"

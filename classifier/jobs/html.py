@@ -20,6 +20,8 @@ All log text is escaped; evidence is cut to MAX_TEXT characters.
 import html
 import json
 import time
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from classifier.jobs.summary import summarize
 
@@ -43,7 +45,7 @@ def _cut(text, limit):
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def category_colour(result_or_category, layer=None):
+def category_colour(result_or_category: str, layer: str | None = None) -> str:
     """The colour of a category: its layer's, or the outcome's (none, unknown, error)."""
     category = result_or_category
     if category in OUTCOME_COLOURS:
@@ -54,7 +56,7 @@ def category_colour(result_or_category, layer=None):
     return LAYER_COLOURS.get(layer, LAYER_COLOURS[None])
 
 
-def category_chart(results):
+def category_chart(results: Iterable[dict[str, Any]]) -> str:
     """Inline SVG: one horizontal bar per category, longest first; a bar links to its filter."""
     rows = [(category, total) for category, total, _ in summarize(results)]
     top = max([n for _, n in rows] + [1])
@@ -83,7 +85,7 @@ def _findings(result):
     return [main] + [dict(s, role=f"also seen ({s.get('role', '')})") for s in result.get("secondary") or ()]
 
 
-def rank_timeline(result):
+def rank_timeline(result: dict[str, Any]) -> str:
     """Inline SVG of one job: which ranks hit which finding, and where in the log (by line)."""
     findings = _findings(result)
     events, ranks_of = [], []
@@ -150,7 +152,7 @@ def rank_timeline(result):
     return "".join(out)
 
 
-def finding_label(finding):
+def finding_label(finding: dict[str, Any]) -> str:
     """`category (rule)` of one finding."""
     rule = finding.get("rule")
     return f'{finding.get("category")} ({rule})' if rule else str(finding.get("category"))
@@ -237,7 +239,7 @@ _HEADERS = (("job", "job"), ("category", "category"), ("layer", "layer"),
             ("confidence", "confidence"), ("group", "group"), ("ranks", "ranks"), (None, "evidence"))
 
 
-def render_html(results, title="dsdiag triage"):
+def render_html(results: Sequence[dict[str, Any]], title: str = "dsdiag triage") -> str:
     """The whole page as a string."""
     from classifier.jobs.html_assets import CSS, ERROR_TRAP, SCRIPT
     n = len(results)
@@ -268,7 +270,7 @@ def _json_for_script(value):
     return json.dumps(value).replace("<", "\\u003c")
 
 
-def write_html(results, path):
+def write_html(results: Sequence[dict[str, Any]], path: str) -> None:
     """Write the report to `path`."""
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(render_html(results))

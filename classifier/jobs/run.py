@@ -1,13 +1,18 @@
 """The per-job work of a triage, the same in a local process pool and on Dask workers."""
 
 import signal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from classifier.jobs.group import group_key
+
+if TYPE_CHECKING:
+    from classifier.rules.model import RuleSet
 
 _RULES_CACHE = {}
 
 
-def rules_for(rules_dirs):
+def rules_for(rules_dirs: Iterable[str]) -> "RuleSet":
     """The rule set for these extra rule directories, loaded once per process."""
     key = tuple(rules_dirs)
     if key not in _RULES_CACHE:
@@ -16,7 +21,8 @@ def rules_for(rules_dirs):
     return _RULES_CACHE[key]
 
 
-def triage_job(job, files, rules_dirs=(), redact=True):
+def triage_job(job: str, files: Iterable[str], rules_dirs: Iterable[str] = (),
+               redact: bool = True) -> dict[str, Any]:
     """Diagnose one job; return `{"job", "group", **contract}` or `{"job", ..., "error"}`."""
     from classifier.diagnosis.diagnose import SCHEMA_VERSION, diagnose_job
     from classifier.diagnosis.read import InputError
@@ -35,12 +41,14 @@ def triage_job(job, files, rules_dirs=(), redact=True):
     return out
 
 
-def triage_batch(batch, rules_dirs=(), redact=True):
+def triage_batch(batch: Iterable[tuple[str, list[str]]], rules_dirs: Iterable[str] = (),
+                 redact: bool = True) -> list[dict[str, Any]]:
     """triage_job over a list of (job, files); a batch is the unit sent to a worker."""
     return [triage_job(job, files, rules_dirs, redact) for job, files in batch]
 
 
-def make_batches(jobs, workers):
+def make_batches(jobs: list[tuple[str, list[str]]],
+                 workers: int) -> list[list[tuple[str, list[str]]]]:
     """Cut the jobs into batches: about 32 per worker, so the last ones leave no core idle for
     long, and at most 16 jobs each; a batch costs one round trip to a worker."""
     size = max(1, min(16, -(-len(jobs) // (max(1, workers) * 32))))
@@ -54,7 +62,8 @@ def _init_worker(rules_dirs):
     rules_for(rules_dirs)
 
 
-def run_local(batches, workers, rules_dirs, redact):
+def run_local(batches: Sequence[list[tuple[str, list[str]]]], workers: int,
+              rules_dirs: Iterable[str], redact: bool) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """Yield (batch index, results) as batches finish, in this process or a process pool."""
     if workers <= 1 or len(batches) <= 1:
         for i, batch in enumerate(batches):
@@ -74,7 +83,8 @@ def run_local(batches, workers, rules_dirs, redact):
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def in_job_order(finished, on_done=None):
+def in_job_order(finished: Iterable[tuple[int, list[dict[str, Any]]]],
+                 on_done: Callable[[int], object] | None = None) -> Iterator[dict[str, Any]]:
     """Yield results in job order from (batch index, results) pairs arriving in any order."""
     waiting, next_index = {}, 0
     for index, results in finished:

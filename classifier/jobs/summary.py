@@ -6,9 +6,13 @@ aligned text, never wrapped, so `2> summary.txt` stays greppable.
 """
 
 import os
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 
-def summarize(results):
+def summarize(
+    results: Iterable[dict[str, Any]],
+) -> list[tuple[str, int, list[tuple[str, int, str | None]]]]:
     """[(category, jobs, [(group, jobs, first job)])], largest first; unreadable jobs as `error`."""
     categories = {}
     for result in results:
@@ -24,7 +28,7 @@ def summarize(results):
     return sorted(out, key=lambda c: (c[0] in ("none", "error"), -c[1], c[0]))
 
 
-def summary_rows(results):
+def summary_rows(results: Iterable[dict[str, Any]]) -> list[tuple[str, str, str, str, str]]:
     """The summary as (category, jobs, group, example) rows, the category only on its first row."""
     rows = []
     for category, total, groups in summarize(results):
@@ -47,7 +51,7 @@ def _footer(results):
     return text + (f", {failed} unreadable" if failed else "")
 
 
-def print_summary(results, stream):
+def print_summary(results: Sequence[dict[str, Any]], stream: TextIO) -> None:
     """Write the summary table to `stream` (rich on a terminal unless NO_COLOR, else plain)."""
     rows = summary_rows(results)
     if stream.isatty():

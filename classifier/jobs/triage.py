@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable
 
 from classifier.jobs.run import in_job_order, make_batches, rules_for, run_local
 
@@ -76,7 +77,7 @@ def _collect_paths(args):
     return paths
 
 
-def find_jobs(paths):
+def find_jobs(paths: Iterable[str]) -> list[tuple[str, list[str]]]:
     """[(job, files)] for all PATHs; ValueError naming the first PATH that yields nothing."""
     from classifier.jobs.discover import discover_jobs
     jobs = []
@@ -116,7 +117,7 @@ def _progress(total):
     return (lambda n: progress.advance(task, n)), progress.stop
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     """Entry point of `dsdiag triage`."""
     args = _parser().parse_args(argv)
     if args.workers < 1:

@@ -1,9 +1,15 @@
 """Renderers, one module per output format; each takes the diagnosis dict."""
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
 FORMATS = ("text", "json", "markdown")
 
 
-def render(diagnosis, fmt, stream, color=None):
+def render(diagnosis: "dict[str, Any]", fmt: str, stream: "TextIO",
+           color: bool | None = None) -> None:
     """Write the diagnosis to `stream` in the chosen format."""
     if fmt == "json":
         from classifier.render.json import render_json

@@ -1,5 +1,7 @@
 """`--format markdown`: a block to paste into a ticket; log text goes in fenced code."""
 
+from typing import Any, TextIO
+
 
 def _fence(lines):
     # A log line may itself contain backticks: pick a fence no line contains.
@@ -14,7 +16,7 @@ def _location(ev):
     return f"{ev['file']}:{ev['line']}{rank}"
 
 
-def render_markdown(d, stream):
+def render_markdown(d: dict[str, Any], stream: TextIO) -> None:
     """Write the diagnosis as Markdown."""
     w = stream.write
     layer = f" (layer: {d['layer']})" if d.get("layer") else ""

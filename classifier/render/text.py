@@ -5,6 +5,7 @@ must print exactly as the job wrote it.
 """
 
 import os
+from typing import Any, TextIO
 
 
 def _segments(d):
@@ -48,7 +49,7 @@ def _segments(d):
     return out
 
 
-def render_text(d, stream, color=None):
+def render_text(d: dict[str, Any], stream: TextIO, color: bool | None = None) -> None:
     """Write the human report; `color` None means: only on a terminal and without NO_COLOR."""
     if color is None:
         color = stream.isatty() and not os.environ.get("NO_COLOR")

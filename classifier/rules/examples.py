@@ -1,17 +1,24 @@
 """Run the examples that rule files carry: the test suite and `dsdiag rules test` share this."""
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.read import RawLine
 
+if TYPE_CHECKING:
+    from classifier.diagnosis.match import Hit
+    from classifier.rules.model import Rule, RuleSet
 
-def hits_for_text(text, rules):
+
+def hits_for_text(text: str, rules: "RuleSet") -> list["Hit"]:
     """Return all hits the rule set finds in a snippet of log text."""
     raw = (RawLine("<example>", i, t) for i, t in enumerate(text.splitlines(), 1))
     return list(scan(normalize(raw), rules.keyword_index()))
 
 
-def example_cases(rules):
+def example_cases(rules: "RuleSet") -> Iterator[tuple[str, "Rule", str, str, dict[str, Any]]]:
     """Yield (test_id, rule, kind, text, expected_facts) for every example of every rule."""
     for rule in rules.rules:
         for kind in ("match", "no_match"):
@@ -20,7 +27,8 @@ def example_cases(rules):
                 yield f"{rule.id}-{kind}-{i}", rule, kind, text, facts
 
 
-def check_example(rule, kind, text, facts, rules):
+def check_example(rule: "Rule", kind: str, text: str, facts: dict[str, Any],
+                  rules: "RuleSet") -> str | None:
     """Return None if the example behaves, else a one-line reason."""
     hits = [h for h in hits_for_text(text, rules) if h.rule.id == rule.id]
     if kind == "match":

@@ -1,6 +1,8 @@
 """The backtracking lint: every regex a rule file holds is tried on inputs built to make a
 backtracking engine blow up, and a pattern that takes too long is refused at load time."""
 
+from collections.abc import Callable, Iterable, Sequence
+
 import regex
 
 # Inputs that make a backtracking regex blow up: long runs of one character (the pattern's own
@@ -11,7 +13,7 @@ ADVERSARIAL_LENGTH = 3 * 8192  # a three-line window of MATCH_LIMIT lines
 BACKTRACK_BUDGET = 0.25  # seconds one search may take on an adversarial input
 
 
-def adversarial_inputs(pattern, keywords=()):
+def adversarial_inputs(pattern: str, keywords: Sequence[str] = ()) -> list[str]:
     """Strings built to expose catastrophic backtracking in `pattern` (gated by `keywords`)."""
     chars = {"a", "0", " ", ".", "/", ":", "-", "_", "'", "\t"}
     chars.update(c for c in pattern if c.isalnum())
@@ -31,7 +33,7 @@ def adversarial_inputs(pattern, keywords=()):
     return out
 
 
-def backtracking_problem(compiled, keywords=()):
+def backtracking_problem(compiled: regex.Pattern[str], keywords: Sequence[str] = ()) -> str | None:
     """Return a reason if the compiled pattern is too slow on an adversarial input, else None."""
     for text in adversarial_inputs(compiled.pattern, keywords):
         try:
@@ -43,7 +45,9 @@ def backtracking_problem(compiled, keywords=()):
     return None
 
 
-def check_regexes(values, where, report, keywords=()):
+def check_regexes(values: Iterable[str] | None, where: tuple[str | int, ...],
+                  report: Callable[[tuple[str | int, ...], str], None],
+                  keywords: Sequence[str] = ()) -> None:
     """Report each pattern of `values` that does not compile or backtracks badly."""
     for i, pattern in enumerate(values or ()):
         try:

@@ -7,7 +7,9 @@ the whole list in one run.
 
 import hashlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -29,12 +31,12 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class RuleError(Exception):
     """One or more rule files are invalid; `problems` holds `path:line:col: message` strings."""
 
-    def __init__(self, problems):
+    def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
 
 
-def builtin_rules_dir():
+def builtin_rules_dir() -> Path:
     """Locate the shipped rules: the repo's `rules/` in a checkout, package data when installed."""
     checkout = Path(__file__).resolve().parents[2] / "rules"
     if checkout.is_dir():
@@ -43,7 +45,7 @@ def builtin_rules_dir():
     return Path(str(files("classifier") / "_rules"))
 
 
-def rule_files(directory):
+def rule_files(directory: str | Path) -> list[Path]:
     """List the `*.yaml` rule files of a directory in a stable order."""
     return sorted(Path(directory).glob("*.yaml"))
 
@@ -151,7 +153,8 @@ def _check_file_keys(data, builtin, report):
             report((key,), f"`{key}` must be a non-empty list of strings")
 
 
-def validate_file(path, seen_ids=None, lint=True, builtin=False):
+def validate_file(path: str | Path, seen_ids: set[str] | None = None, lint: bool = True,
+                  builtin: bool = False) -> tuple[dict[str, Any] | None, list[str], bytes]:
     """Return (data or None, problems, raw bytes) for one rule file; problems are located."""
     path = Path(path)
     seen_ids = set() if seen_ids is None else seen_ids
@@ -197,7 +200,8 @@ def validate_file(path, seen_ids=None, lint=True, builtin=False):
     return (data if not problems else None), problems, raw
 
 
-def load_rules(directories=None, check_builtin=False, builtin_dir=None):
+def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: bool = False,
+               builtin_dir: str | Path | None = None) -> RuleSet:
     """Load the built-in rules plus those of extra directories, which add to them.
 
     A user file's rules join the built-in category of the same id and keep its checklist and
@@ -235,7 +239,7 @@ def load_rules(directories=None, check_builtin=False, builtin_dir=None):
 _DEFAULT = None
 
 
-def default_rules():
+def default_rules() -> RuleSet:
     """Return the built-in rule set, loaded once per process."""
     global _DEFAULT
     if _DEFAULT is None:
@@ -243,7 +247,7 @@ def default_rules():
     return _DEFAULT
 
 
-def env_rules_dirs():
+def env_rules_dirs() -> list[str]:
     """Extra rule directories named by DSDIAG_RULES_DIR (os.pathsep separated)."""
     value = os.environ.get("DSDIAG_RULES_DIR", "")
     return [d for d in value.split(os.pathsep) if d]

@@ -1,7 +1,13 @@
 """The compiled rule set: rules, the category-level text of their files, and the caches the
 matcher and the prefilter build from them."""
 
+from typing import TYPE_CHECKING
+
 import regex
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.match import KeywordIndex
+    from classifier.diagnosis.prefilter import HyperscanFinder, PurePythonFinder
 
 
 class Rule:
@@ -82,14 +88,14 @@ class RuleSet:
                 return rule
         return None
 
-    def keyword_index(self):
+    def keyword_index(self) -> "KeywordIndex":
         """The keyword gate of the matcher (classifier.diagnosis.match), built once."""
         if self._index is None:
             from classifier.diagnosis.match import KeywordIndex
             self._index = KeywordIndex(self.rules)
         return self._index
 
-    def finder(self, engine: str = "auto"):
+    def finder(self, engine: str = "auto") -> "HyperscanFinder | PurePythonFinder":
         """The prefilter's line finder for these rules' keywords and the failure vocabulary."""
         if engine not in self._finders:
             from classifier.diagnosis.prefilter import make_finder
