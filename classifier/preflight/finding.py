@@ -5,6 +5,7 @@ diagnosis (classifier/taxonomy.py), so a finding here and a failure in a log rea
 """
 
 import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from classifier.taxonomy import layer_of
@@ -18,7 +19,7 @@ EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 SEVERITIES = ("error", "warning", "note")
 
 
-@dataclass
+@dataclass(slots=True)
 class Finding:
     category: str
     severity: str
@@ -27,19 +28,21 @@ class Finding:
     line: int = 0
     col: int = 0
     key: str = ""
-    facts: dict = field(default_factory=dict)
+    facts: dict[str, object] = field(default_factory=dict)
 
     @property
-    def is_problem(self):
+    def is_problem(self) -> bool:
+        """Whether this is an error or a warning (not a note)."""
         return self.severity in ("error", "warning")
 
-    def to_json(self):
+    def to_json(self) -> dict[str, object]:
+        """The finding as a JSON-ready dict, with the taxonomy layer of its category."""
         out = asdict(self)
         out["layer"] = layer_of(self.category)
         return out
 
 
-def did_you_mean(word, candidates):
+def did_you_mean(word: str, candidates: Iterable[object]) -> str | None:
     """The one candidate a typo most likely meant, or None.
 
     Case-insensitive equality first, then a very close spelling, then the one candidate that
@@ -62,11 +65,13 @@ def did_you_mean(word, candidates):
     return lowered[close[0]] if close else None
 
 
-def exit_code(findings):
+def exit_code(findings: Iterable[Finding]) -> int:
+    """EXIT_PROBLEMS when any finding is an error or warning, else EXIT_CLEAN."""
     return EXIT_PROBLEMS if any(f.is_problem for f in findings) else EXIT_CLEAN
 
 
-def count_line(findings):
+def count_line(findings: Sequence[Finding]) -> str:
+    """The summary line: 'N problems (E errors, W warnings), K notes' or 'no problems'."""
     errors = sum(f.severity == "error" for f in findings)
     warnings = sum(f.severity == "warning" for f in findings)
     notes = sum(f.severity == "note" for f in findings)

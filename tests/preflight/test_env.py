@@ -3,6 +3,7 @@ environment changes in subprocesses - with stand-in nvidia-smi / nvcc executable
 a GPU machine's answers are needed on this CPU-only one.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -84,7 +85,7 @@ def test_install_section_reports_the_real_torch_and_deepspeed():
     import deepspeed
     import torch
     report = collect(["install"])
-    doc = {"checks": [c.__dict__ for c in report.checks]}
+    doc = {"checks": [dataclasses.asdict(c) for c in report.checks]}
     torch_check = only(doc, "torch", "ok")
     assert torch_check["facts"]["version"] == torch.__version__
     assert torch_check["facts"]["cuda"] == torch.version.cuda

@@ -1,2 +1,2 @@
-"""`dsdiag check-config`: parse (positions kept), checks (keys, auto, batch, precision), optim
+"""`dsdiag check-config`: parse (positions kept), checks (keys, auto, batch), precision, optim
 and zero (their sections), command (the CLI and DeepSpeed's own verdict)."""

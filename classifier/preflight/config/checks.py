@@ -3,64 +3,74 @@ level, then the batch arithmetic, precision, optimizer and ZeRO memory.
 
 Each check reads the position-carrying tree from classifier.preflight.config.parse and a Schema (the
 installed DeepSpeed's, or dsdiag's own from ds_schema), and adds Findings to the Context.
-Scheduler checks live in classifier.config_scheduler. Messages quote what DeepSpeed itself
-would say where it says anything, and say "silently" where it says nothing.
+The precision checks live in precision, the optimizer and scheduler ones in optim, the ZeRO
+ones in zero. Messages quote what DeepSpeed itself would say where it says anything, and say
+"silently" where it says nothing.
 """
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from classifier.preflight.deepspeed import introspect as ds_introspect
 from classifier.preflight.deepspeed import schema as ds_schema
 from classifier.preflight.finding import Finding, did_you_mean
 
+if TYPE_CHECKING:
+    from classifier.preflight.config.parse import Node
+
 STRICT_SECTIONS = set(ds_introspect.MODEL_SECTIONS)  # pydantic, extra="forbid": unknown = fatal
 
 
-@dataclass
+@dataclass(slots=True)
 class World:
     size: int | None = None
     nodes: int = 1
     gpus_per_node: int | None = None
 
     @property
-    def known(self):
+    def known(self) -> bool:
+        """Whether the world size was given."""
         return self.size is not None
 
 
-@dataclass
+@dataclass(slots=True)
 class Context:
-    root: object  # config_parse.Node of the whole config (an object)
-    schema: object  # ds_introspect.Schema
+    root: "Node"  # the whole config (an object node)
+    schema: ds_introspect.Schema
     world: World
     hf: bool = False
     params: float | None = None
     largest_layer: int = 0
     gpu_memory_gib: float | None = None
-    findings: list = field(default_factory=list)
-    data: dict = field(init=False)  # the config as plain Python (last duplicate wins)
-    batch: tuple | None = field(init=False, default=None)  # resolved (tbs, micro, accum)
+    findings: list[Finding] = field(default_factory=list)
+    data: dict[str, Any] = field(init=False)  # the config as plain Python (last duplicate wins)
+    batch: tuple[int, int, int] | None = field(init=False, default=None)  # (tbs, micro, accum)
 
     def __post_init__(self):
         self.data = self.root.to_python()
 
-    def add(self, category, severity, key, message, fix="", **facts):
+    def add(self, category: str, severity: str, key: str, message: str, fix: str = "",
+            **facts: object) -> None:
+        """Append a Finding placed at the line:col of `key` (a dotted path)."""
         line, col = locate(self.root, key)
         self.findings.append(Finding(category, severity, message, fix, line, col, key, facts))
 
     @property
-    def dsname(self):
+    def dsname(self) -> str:
+        """'DeepSpeed X.Y.Z' for the installed release, else 'DeepSpeed'."""
         if self.schema.source == "deepspeed":
             return f"DeepSpeed {self.schema.version}"
         return "DeepSpeed"
 
     @property
-    def refuser(self):
+    def refuser(self) -> str:
         """Who refuses a removed section: the installed release, or the one the schema follows."""
         if self.schema.source == "deepspeed":
             return self.dsname
         return f"DeepSpeed {self.schema.version} (older releases read it)"
 
-    def get(self, dotted, default=None):
+    def get(self, dotted: str, default: Any = None) -> Any:
+        """The value at a dotted path in the config data, or default when it is absent."""
         node = self.data
         for part in dotted.split("."):
             if not isinstance(node, dict) or part not in node:
@@ -69,7 +79,7 @@ class Context:
         return node
 
 
-def locate(root, dotted):
+def locate(root: "Node", dotted: str) -> tuple[int, int]:
     """line:col of the deepest existing key on a dotted path (1:1 for the empty path)."""
     line, col = 1, 1
     node = root
@@ -81,18 +91,19 @@ def locate(root, dotted):
     return line, col
 
 
-def truthy(value):
+def truthy(value: object) -> bool:
     """How DeepSpeed's bool fields read a value (pydantic lax mode); "auto" reads as unset."""
     if isinstance(value, str):
         return value.lower() in ("true", "1", "yes", "on", "t", "y")
     return bool(value) and value is not None
 
 
-def is_int(value):
+def is_int(value: object) -> bool:
+    """Whether value is an int and not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def as_stage(value):
+def as_stage(value: object) -> int | None:
     """The ZeRO stage as DeepSpeed's model reads it ("3" and 3.0 are 3), or None."""
     if value is None:
         return 0
@@ -102,7 +113,8 @@ def as_stage(value):
 
 
 # --- keys and types ---------------------------------------------------------------------------
-def check_keys(ctx):
+def check_keys(ctx: Context) -> None:
+    """Check every key against the schema: removed, unknown, wrong type, refused by a model."""
     schema = ctx.schema
     for member in ctx.root.value:
         key = member.key
@@ -204,7 +216,8 @@ def _check_value(ctx, path, node, spec):
                 f'set "{path}" to {ds_schema.describe(spec)}', value=value)
 
 
-def strip_auto(value):
+def strip_auto(value: Any) -> Any:
+    """The value with every "auto" entry dropped from its (nested) dicts."""
     if isinstance(value, dict):
         return {k: strip_auto(v) for k, v in value.items() if v != "auto"}
     return value
@@ -224,7 +237,8 @@ def _validate_model(ctx, path, node):
 
 
 # --- "auto" -----------------------------------------------------------------------------------
-def check_auto(ctx):
+def check_auto(ctx: Context) -> None:
+    """Report each "auto" value that no one fills in before DeepSpeed reads it."""
     for path, value in _walk(ctx.data):
         if value != "auto":
             continue
@@ -262,7 +276,7 @@ def _walk(value, prefix=""):
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 
 
-def check_batch(ctx):
+def check_batch(ctx: Context) -> None:
     """train_batch_size = micro batch x accumulation x world size (runtime/config.py,
     _set_batch_related_parameters and _batch_assertion); resolved values go into ctx.batch."""
     values = {k: ctx.get(k) for k in BATCH_KEYS}
@@ -358,39 +372,3 @@ def _batch_without_world(ctx, tbs, mb, gas):
     ctx.add("batch_size_mismatch", "note", "",
             "world size not given: the batch arithmetic was not checked (pass --world-size N, "
             "or --nodes N --gpus-per-node M)")
-
-
-# --- precision --------------------------------------------------------------------------------
-def check_precision(ctx):
-    fp16 = truthy(ctx.get("fp16.enabled")) and ctx.get("fp16.enabled") != "auto"
-    bf16_key = "bf16" if ctx.get("bf16") is not None else "bfloat16"
-    bf16 = truthy(ctx.get(f"{bf16_key}.enabled")) and ctx.get(f"{bf16_key}.enabled") != "auto"
-    if fp16 and bf16:
-        ctx.add("precision_conflict", "error", f"{bf16_key}.enabled",
-                "fp16 and bf16 are both enabled: DeepSpeed stops at start-up ('bfloat16 and fp16 "
-                "modes cannot be simultaneously enabled')",
-                'keep one: bf16 on A100/H100-class GPUs (no loss scaling needed) and set '
-                '"fp16": {"enabled": false}; fp16 only on GPUs without bf16 (V100, T4)')
-    if ctx.get("bf16") is not None and ctx.get("bfloat16") is not None:
-        ctx.add("precision_conflict", "warning", "bfloat16",
-                'both "bf16" and its old name "bfloat16" are present: DeepSpeed reads "bf16" '
-                'and silently ignores "bfloat16"', 'merge them into "bf16"')
-    param_dtype = ctx.get("data_types.param_dtype")
-    if isinstance(param_dtype, str) and param_dtype != "auto":
-        mode = "fp16" if fp16 else "bf16" if bf16 else "fp32"
-        aliases = {"fp16": ("fp16", "float16", "half", "torch.float16"),
-                   "bf16": ("bf16", "bfloat16", "torch.bfloat16"),
-                   "fp32": ("fp32", "float32", "float", "torch.float32")}
-        if param_dtype.lower() not in aliases[mode]:
-            ctx.add("precision_conflict", "error", "data_types.param_dtype",
-                    f'data_types.param_dtype is "{param_dtype}" but the enabled precision mode '
-                    f"is {mode}: DeepSpeed stops in deepspeed.initialize (conflicts with the "
-                    "enabled precision mode)", 'omit "param_dtype" or enable the matching mode')
-    optimizer = ctx.get("optimizer.type")
-    loss_scale = ctx.get("fp16.loss_scale", 0)
-    if isinstance(optimizer, str) and optimizer.lower() == "lamb" and fp16 and loss_scale not in (
-            0, "auto", None):
-        ctx.add("precision_conflict", "error", "fp16.loss_scale",
-                f"the lamb optimizer needs dynamic loss scaling, but fp16.loss_scale is "
-                f"{loss_scale} (static): DeepSpeed refuses it in deepspeed.initialize",
-                'set "fp16.loss_scale" to 0 (dynamic)')

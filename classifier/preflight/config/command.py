@@ -11,13 +11,19 @@ import json
 import os
 import re
 import sys
+from typing import TYPE_CHECKING, TextIO
 
 from classifier.preflight.finding import EXIT_ERROR, Finding, count_line, exit_code
+
+if TYPE_CHECKING:
+    from classifier.preflight.config.checks import World
+    from classifier.preflight.config.parse import Parsed
+    from classifier.preflight.deepspeed.introspect import Schema
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
 
 
-def parse_count(text):
+def parse_count(text: str) -> int:
     """'7e9', '7B', '1.3b', '350M', '7000000000' -> an int count of parameters."""
     match = _SIZE.match(str(text))
     if not match:
@@ -72,7 +78,8 @@ class Unreadable(Exception):
     pass
 
 
-def read_text(path):
+def read_text(path: str) -> str:
+    """The file's text, decoded as UTF-8; raises Unreadable when it cannot be read."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -86,7 +93,7 @@ def read_text(path):
             from None
 
 
-def choose_schema(requested):
+def choose_schema(requested: str) -> tuple["Schema", str]:
     """(Schema, why): the installed DeepSpeed's when possible and wanted, else the built-in."""
     from classifier.preflight.deepspeed import introspect as ds_introspect
     if requested == "builtin":
@@ -101,7 +108,7 @@ def choose_schema(requested):
 
 
 # --- syntax -----------------------------------------------------------------------------------
-def syntax_findings(text, parsed, hf):
+def syntax_findings(text: str, parsed: "Parsed", hf: bool) -> tuple[list[Finding], bool]:
     """Findings about the file's grammar, and whether the content could be read at all."""
     from classifier.preflight.config.parse import HJSON_ONLY, deepspeed_verdict, json_verdict
     findings = []
@@ -170,10 +177,12 @@ def _syntax_fix(kind):
 
 
 # --- the whole check --------------------------------------------------------------------------
-def check_config(text, world=None, hf=False, params=None, largest_layer=0, gpu_memory_gib=None,
-                 schema=None):
+def check_config(text: str, world: "World | None" = None, hf: bool = False,
+                 params: float | None = None, largest_layer: int = 0,
+                 gpu_memory_gib: float | None = None, schema: "Schema | None" = None
+                 ) -> tuple[list[Finding], "Schema"]:
     """Check config text; return (findings sorted by position, schema used)."""
-    from classifier.preflight.config import checks, optim, zero
+    from classifier.preflight.config import checks, optim, precision, zero
     from classifier.preflight.deepspeed import introspect as ds_introspect
     from classifier.preflight.config.parse import parse_config
     schema = schema or ds_introspect.builtin_schema()
@@ -192,7 +201,7 @@ def check_config(text, world=None, hf=False, params=None, largest_layer=0, gpu_m
     checks.check_keys(ctx)
     checks.check_auto(ctx)
     checks.check_batch(ctx)
-    checks.check_precision(ctx)
+    precision.check_precision(ctx)
     optim.check_optimizer(ctx)
     optim.check_scheduler(ctx)
     zero.check_zero(ctx)
@@ -240,7 +249,9 @@ def _checked_against(schema, why):
             f"{why})")
 
 
-def render_text(path, findings, schema, why, out):
+def render_text(path: str, findings: list[Finding], schema: "Schema", why: str,
+                out: TextIO) -> None:
+    """Write the findings as `path:line:col: category: message` lines, then the count."""
     for f in findings:
         tag = "note: " if f.severity == "note" else ""
         out.write(f"{path}:{f.line}:{f.col}: {f.category}: {tag}{f.message}\n")
@@ -251,7 +262,9 @@ def render_text(path, findings, schema, why, out):
     out.write(f"{count_line(findings)}; {_checked_against(schema, why)}\n")
 
 
-def render_json(path, findings, schema, why, world, out):
+def render_json(path: str, findings: list[Finding], schema: "Schema", why: str,
+                world: "World | None", out: TextIO) -> None:
+    """Write the findings as one JSON document (schema_version 1), problems apart from notes."""
     problems = [dict(f.to_json(), file=path) for f in findings if f.is_problem]
     notes = [dict(f.to_json(), file=path) for f in findings if not f.is_problem]
     doc = {
@@ -268,7 +281,8 @@ def render_json(path, findings, schema, why, world, out):
     out.write("\n")
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
+    """`dsdiag check-config`: check the config file, print the findings; return the exit code."""
     from classifier.preflight.config.checks import World
     parser = _parser()
     args = parser.parse_args(argv)

@@ -7,10 +7,15 @@ importable the accepted parameters come from the real constructors' signatures; 
 classifier.preflight.deepspeed.schema.
 """
 
+from typing import TYPE_CHECKING
+
 from classifier.preflight.deepspeed import introspect as ds_introspect
 from classifier.preflight.deepspeed import schema as ds_schema
 from classifier.preflight.config.checks import as_stage, is_int, truthy
 from classifier.preflight.finding import did_you_mean
+
+if TYPE_CHECKING:
+    from classifier.preflight.config.checks import Context
 
 
 def _torch_names(ctx, module, fallback):
@@ -34,7 +39,8 @@ def _typed_section(ctx, name, category, missing, fix):
     return section, kind
 
 
-def check_optimizer(ctx):
+def check_optimizer(ctx: "Context") -> None:
+    """Check the optimizer type, its params against its constructor, and ZeRO's support of it."""
     section, kind = _typed_section(
         ctx, "optimizer", "config_field_error",
         '"optimizer" has no "type": DeepSpeed builds no optimizer from it and ignores its params',
@@ -165,7 +171,8 @@ def _check_zero_support(ctx, kind, lowered, params):
 
 
 # --- scheduler --------------------------------------------------------------------------------
-def check_scheduler(ctx):
+def check_scheduler(ctx: "Context") -> None:
+    """Check the scheduler type, its params against its signature, and their values."""
     section, kind = _typed_section(
         ctx, "scheduler", "scheduler_config",
         '"scheduler" has no "type": DeepSpeed builds no LR scheduler and the learning rate stays '

@@ -14,6 +14,7 @@ json, and hjson when it is importable) is taken in `consumer_verdicts`.
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 # Feature kinds that hjson (DeepSpeed) accepts and json.load rejects.
 HJSON_ONLY = {
@@ -27,7 +28,7 @@ HJSON_ONLY = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """One JSON value: kind is object/array/string/number/bool/null."""
     kind: str
@@ -35,7 +36,7 @@ class Node:
     line: int
     col: int
 
-    def to_python(self):
+    def to_python(self) -> Any:
         """Plain Python data; a duplicate key keeps its last value, as json.load does."""
         if self.kind == "object":
             return {m.key: m.value.to_python() for m in self.value}
@@ -43,7 +44,7 @@ class Node:
             return [item.to_python() for item in self.value]
         return self.value
 
-    def member(self, key):
+    def member(self, key: str) -> "Member | None":
         """The last member named `key` of an object node, or None."""
         if self.kind != "object":
             return None
@@ -54,7 +55,7 @@ class Node:
         return found
 
 
-@dataclass
+@dataclass(slots=True)
 class Member:
     key: str
     line: int
@@ -62,7 +63,7 @@ class Member:
     value: Node
 
 
-@dataclass
+@dataclass(slots=True)
 class Feature:
     """Something only hjson accepts, or a duplicate key."""
     kind: str
@@ -72,15 +73,15 @@ class Feature:
 
 
 class ConfigSyntaxError(Exception):
-    def __init__(self, message, line, col):
+    def __init__(self, message: str, line: int, col: int) -> None:
         super().__init__(message)
         self.message, self.line, self.col = message, line, col
 
 
-@dataclass
+@dataclass(slots=True)
 class Parsed:
     root: Node | None
-    features: list = field(default_factory=list)
+    features: list[Feature] = field(default_factory=list)
     error: ConfigSyntaxError | None = None
 
 
@@ -311,7 +312,7 @@ def _literal(token):
     return None
 
 
-def parse_config(text):
+def parse_config(text: str) -> Parsed:
     """Parse config text into a `Parsed` tree (or the first fatal error), never raising."""
     reader = _Reader(text)
     try:
@@ -327,7 +328,7 @@ def parse_config(text):
         return Parsed(None, reader.features, exc)
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """Whether one consumer can read the text, and where it stops if not."""
     consumer: str
@@ -338,7 +339,7 @@ class Verdict:
     checked_by: str = ""  # the reader that gave the verdict
 
 
-def json_verdict(text):
+def json_verdict(text: str) -> Verdict:
     """What `json.load` (HF Trainer, accelerate, most scripts) makes of the text."""
     try:
         json.loads(text)
@@ -347,7 +348,7 @@ def json_verdict(text):
     return Verdict("json.load", True, checked_by="json")
 
 
-def deepspeed_verdict(text, parsed):
+def deepspeed_verdict(text: str, parsed: Parsed) -> Verdict:
     """What DeepSpeed's own reader (hjson, duplicate keys fatal) makes of the text.
 
     Uses the real hjson when it is importable (it is a dependency of deepspeed); otherwise

@@ -6,13 +6,19 @@ estimate_zero3_model_states_mem_needs when deepspeed is importable, else with th
 formula.
 """
 
+from typing import TYPE_CHECKING
+
 from classifier.preflight.deepspeed import introspect as ds_introspect
 from classifier.preflight.config.checks import as_stage, truthy
+
+if TYPE_CHECKING:
+    from classifier.preflight.config.checks import Context
 
 GIB = 1024 ** 3
 
 
-def check_zero(ctx):
+def check_zero(ctx: "Context") -> None:
+    """Check the offload settings against the ZeRO stage, and ZeRO-3's memory."""
     zero = ctx.get("zero_optimization")
     if not isinstance(zero, dict):
         return
@@ -95,7 +101,8 @@ def _zero3_estimates(ctx, opt_off, param_off):
     return {"text": text, "facts": facts}
 
 
-def zero3_model_states(schema, total, largest, gpus_per_node, nodes, opt_off, param_off):
+def zero3_model_states(schema: ds_introspect.Schema, total: int, largest: int, gpus_per_node: int,
+                       nodes: int, opt_off: bool, param_off: bool) -> tuple[float, int]:
     """(cpu bytes per node, gpu bytes per GPU) for ZeRO-3 model states.
 
     With deepspeed importable this is DeepSpeed's own estimator; without it, the same published

@@ -13,8 +13,14 @@ import io
 import logging
 import sys
 import typing
+from collections.abc import Callable, Iterable, Iterator
 
 from classifier.preflight.deepspeed import schema as ds_schema
+
+if typing.TYPE_CHECKING:
+    from types import ModuleType
+
+    from pydantic import BaseModel
 
 # Top-level sections whose contents DeepSpeed validates with a pydantic model.
 MODEL_SECTIONS = {
@@ -38,7 +44,7 @@ PROBED_SECTIONS = ("activation_checkpointing", "flops_profiler", "aio", "checkpo
 _STATE = {}
 
 
-def import_deepspeed():
+def import_deepspeed() -> tuple["ModuleType | None", str | None]:
     """Return (deepspeed module, None) or (None, reason). Imports quietly, once."""
     if "module" in _STATE:
         return _STATE["module"], _STATE["reason"]
@@ -60,7 +66,7 @@ def import_deepspeed():
 
 
 @contextlib.contextmanager
-def quiet():
+def quiet() -> Iterator[None]:
     """Silence DeepSpeed's logger and prints for the duration of one call."""
     logger = logging.getLogger("DeepSpeed")
     level = logger.level
@@ -81,8 +87,11 @@ def _load(path):
 class Schema:
     """What a config may contain: top-level specs (a dict spec is a section), plus extras."""
 
-    def __init__(self, source, version, top, models=None, deprecated=None, removed=None,
-                 removed_zero=None, fallback_sections=()):
+    def __init__(self, source: str, version: str, top: dict[str, str | dict[str, typing.Any]],
+                 models: "dict[str, type[BaseModel]] | None" = None,
+                 deprecated: dict[str, str] | None = None, removed: dict[str, str] | None = None,
+                 removed_zero: dict[str, str] | None = None,
+                 fallback_sections: Iterable[str] = ()) -> None:
         self.source = source
         self.version = version
         self.top = top
@@ -93,7 +102,8 @@ class Schema:
         self.fallback_sections = tuple(fallback_sections)
 
 
-def builtin_schema():
+def builtin_schema() -> Schema:
+    """dsdiag's own schema (classifier.preflight.deepspeed.schema), for when deepspeed is absent."""
     top = dict(ds_schema.TOP_LEVEL)
     top.update(ds_schema.SECTIONS)
     top.update({name: "object" for name in ds_schema.OPEN_SECTIONS})
@@ -136,7 +146,8 @@ def _annotation_spec(annotation, path, deprecated):
     return "any"
 
 
-def model_spec(cls, path, deprecated):
+def model_spec(cls: "type[BaseModel]", path: str, deprecated: dict[str, str]
+               ) -> dict[str, str | dict[str, typing.Any]]:
     """A section spec (field name and alias -> spec) from a pydantic model class."""
     spec = {}
     for name, info in cls.model_fields.items():
@@ -190,7 +201,7 @@ class _Recorder(dict):
         return _Keys()
 
 
-def probe_keys(sections=()):
+def probe_keys(sections: Iterable[str] = ()) -> dict[str, set[str]]:
     """Keys DeepSpeedConfig looks up: {"": top-level keys, section: keys read inside it}."""
     from deepspeed.runtime.config import DeepSpeedConfig
     seen = {}
@@ -206,7 +217,7 @@ def probe_keys(sections=()):
     return seen
 
 
-def deepspeed_schema():
+def deepspeed_schema() -> Schema | None:
     """The schema of the installed DeepSpeed, or None when it is not importable."""
     module, _ = import_deepspeed()
     if module is None:
@@ -243,7 +254,8 @@ def deepspeed_schema():
 
 
 # --- checks that run DeepSpeed's own code ----------------------------------------------------
-def validate_with_model(section, data, schema):
+def validate_with_model(section: str, data: dict[str, typing.Any], schema: Schema
+                        ) -> list[tuple[tuple[str, ...], str]]:
     """Run the section's pydantic model on `data` as DeepSpeed does; return its complaints as
     (location tuple, message) pairs, unknown keys left out (the key walk reports those)."""
     from pydantic import ValidationError
@@ -259,7 +271,7 @@ def validate_with_model(section, data, schema):
     return []
 
 
-def deepspeed_rejects(data):
+def deepspeed_rejects(data: dict[str, typing.Any]) -> str | None:
     """Build DeepSpeedConfig from a dict as deepspeed.initialize would; return its error or None.
 
     dist is not initialised here, so DeepSpeed takes world size 1: the caller passes batch
@@ -274,7 +286,7 @@ def deepspeed_rejects(data):
     return None
 
 
-def callable_params(target):
+def callable_params(target: Callable[..., object]) -> tuple[dict[str, object], bool]:
     """(keyword parameter -> default or ds_schema.REQUIRED, accepts **kwargs) of a class/callable."""
     params, var_kw = {}, False
     for name, p in list(inspect.signature(target).parameters.items()):
@@ -287,7 +299,7 @@ def callable_params(target):
     return params, var_kw
 
 
-def optimizer_params(class_path):
+def optimizer_params(class_path: str) -> tuple[dict[str, object], bool] | None:
     """The keyword parameters of the optimizer class DeepSpeed would build, or None."""
     try:
         with quiet():
@@ -297,7 +309,7 @@ def optimizer_params(class_path):
     return callable_params(cls)
 
 
-def scheduler_params(name):
+def scheduler_params(name: str) -> tuple[dict[str, object], bool] | None:
     """Parameters of a scheduler type as DeepSpeed resolves it (its own lr_schedules first,
     then torch.optim.lr_scheduler), or None when neither has it."""
     from deepspeed.runtime import lr_schedules
@@ -308,14 +320,14 @@ def scheduler_params(name):
     return callable_params(target)
 
 
-def torch_names(module_name):
+def torch_names(module_name: str) -> list[str]:
     """Class names of torch.optim or torch.optim.lr_scheduler, for did-you-mean."""
     module = importlib.import_module(module_name)
     return sorted(n for n in dir(module) if n[:1].isupper() and inspect.isclass(getattr(module, n)))
 
 
-def estimate_zero3(total_params, largest_layer_params, gpus_per_node, nodes, offload_optimizer,
-                   offload_param):
+def estimate_zero3(total_params: int, largest_layer_params: int, gpus_per_node: int, nodes: int,
+                   offload_optimizer: bool, offload_param: bool) -> tuple[float, int]:
     """DeepSpeed's own ZeRO-3 model-state estimate: (cpu bytes, gpu bytes per device)."""
     from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs
     with quiet():

@@ -15,6 +15,7 @@ a dict is a nested section. Types are checked the way pydantic's lax mode does (
 """
 
 import re
+from typing import Any
 
 SCHEMA_DEEPSPEED_VERSION = "0.19.8"
 
@@ -274,7 +275,7 @@ _INT_STRING = re.compile(r"[+-]?\d+(\.0*)?$")
 _BOOL_STRINGS = {"true", "false", "1", "0", "yes", "no", "on", "off", "t", "f", "y", "n"}
 
 
-def describe(spec):
+def describe(spec: str | dict[str, Any]) -> str:
     """Human text for a type spec: 'an integer', 'one of cpu, nvme'..."""
     if isinstance(spec, dict):
         return "an object"
@@ -289,7 +290,7 @@ def describe(spec):
     return text + (" (or null)" if nullable else "")
 
 
-def matches(spec, value):
+def matches(spec: str | dict[str, Any], value: object) -> bool:
     """Whether a parsed JSON value is accepted for a type spec (pydantic lax-mode semantics)."""
     if isinstance(spec, dict):
         return isinstance(value, dict)

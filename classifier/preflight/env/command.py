@@ -17,7 +17,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Collection, Mapping
 from dataclasses import asdict
+from typing import TextIO
 
 from classifier.preflight.env.environment import check_environment
 from classifier.preflight.env.report import DEFAULT_HOSTFILE, DEFAULT_PORT, SECTIONS, Report, run_command
@@ -25,7 +27,8 @@ from classifier.preflight.finding import EXIT_CLEAN, EXIT_ERROR, EXIT_PROBLEMS
 from classifier.taxonomy import layer_of
 
 
-def collect(sections, env=None, args=None, timeout=10.0):
+def collect(sections: Collection[str], env: Mapping[str, str] | None = None,
+            args: argparse.Namespace | None = None, timeout: float = 10.0) -> Report:
     """Run the chosen sections in the chapter's order; return the Report."""
     env = dict(os.environ if env is None else env)
     args = args or argparse.Namespace(hostfile=None, master_addr=None, master_port=None)
@@ -72,7 +75,8 @@ def _parser():
     return p
 
 
-def render_text(report, out):
+def render_text(report: Report, out: TextIO) -> None:
+    """Write the report as text, section by section, with a summary line."""
     current = None
     for check in report.checks:
         if check.section != current:
@@ -95,7 +99,8 @@ def _summary(report):
     return head + (f"; {skipped} check(s) could not run here (skipped)" if skipped else "")
 
 
-def render_json(report, out):
+def render_json(report: Report, out: TextIO) -> None:
+    """Write the report as one JSON document (schema_version 1)."""
     checks = []
     for check in report.checks:
         item = asdict(check)
@@ -111,7 +116,8 @@ def render_json(report, out):
     out.write("\n")
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
+    """`dsdiag env`: run the sections, print the report; return the exit code."""
     args = _parser().parse_args(argv)
     sections = [("environment" if s == "env" else s) for s in (args.section or SECTIONS)]
     if args.hostfile and not os.path.isfile(args.hostfile):

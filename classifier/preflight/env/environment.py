@@ -3,10 +3,17 @@ socket interface and InfiniBand devices, checked against what this machine has."
 
 import os
 import socket
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from classifier.preflight.env.report import DIST_VARS, int_var
 
-def check_environment(report, env):
+if TYPE_CHECKING:
+    from classifier.preflight.env.report import Report
+
+
+def check_environment(report: "Report", env: dict[str, str]) -> None:
+    """Run the environment section's checks into the report."""
     _check_dist_vars(report, env)
     _check_visible_devices(report, env)
     _check_socket_ifname(report, env)
@@ -120,14 +127,15 @@ def _check_visible_devices(report, env):
                    "device_visibility", "check that the variable is set before torch starts CUDA")
 
 
-def interface_names():
+def interface_names() -> list[str]:
+    """This host's network interface names, sorted ([] when they cannot be listed)."""
     try:
         return sorted(name for _, name in socket.if_nameindex())
     except OSError:
         return []
 
 
-def match_ifname(spec, names):
+def match_ifname(spec: str, names: Sequence[str]) -> tuple[list[str], list[str]]:
     """NCCL_SOCKET_IFNAME semantics: comma list of prefixes; '=' exact names; '^' excludes.
     Returns (interfaces NCCL may use, list entries that match nothing)."""
     exclude = spec.startswith("^")
@@ -173,7 +181,8 @@ def _check_socket_ifname(report, env):
                    f"{spec!r} -> NCCL may use {', '.join(usable)}", interfaces=usable)
 
 
-def infiniband_devices(root="/sys/class/infiniband"):
+def infiniband_devices(root: str = "/sys/class/infiniband") -> list[str]:
+    """The InfiniBand device names under root, sorted ([] when there are none)."""
     try:
         return sorted(os.listdir(root))
     except OSError:

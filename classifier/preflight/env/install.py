@@ -9,11 +9,16 @@ import platform
 import re
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 from classifier.preflight.env.report import Check, major_minor, run_command
 
+if TYPE_CHECKING:
+    from classifier.preflight.env.report import Report
 
-def check_install(report):
+
+def check_install(report: "Report") -> None:
+    """Run the install section's checks into the report."""
     section = "install"
     report.add(section, "python", "ok", f"{platform.python_version()} ({sys.executable})")
     torch_cuda = _check_torch(report)
@@ -84,7 +89,8 @@ def _check_nvcc(report, torch_cuda):
     return match.group(1)
 
 
-def parse_nvidia_smi(query_output, header_output):
+def parse_nvidia_smi(query_output: str, header_output: str | None
+                     ) -> tuple[list[dict[str, int | str]], str | None, str | None]:
     """GPUs from `nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version
     --format=csv,noheader` and the CUDA version from the plain `nvidia-smi` header."""
     gpus, driver = [], None
@@ -124,7 +130,7 @@ def _check_driver(report, torch_cuda):
     return cuda
 
 
-def compare_cuda(torch_cuda, nvcc, driver_cuda):
+def compare_cuda(torch_cuda: str | None, nvcc: str | None, driver_cuda: str | None) -> list[Check]:
     """Checks for the three CUDA versions that must fit: torch's build, the toolkit, the driver."""
     out = []
     t, n, d = major_minor(torch_cuda), major_minor(nvcc), major_minor(driver_cuda)

@@ -8,11 +8,17 @@ import os
 import re
 import socket
 import threading
+from typing import TYPE_CHECKING, Literal
 
 from classifier.preflight.env.report import DEFAULT_HOSTFILE, DEFAULT_PORT, int_var
 
+if TYPE_CHECKING:
+    import argparse
 
-def resolve(host, timeout):
+    from classifier.preflight.env.report import Report
+
+
+def resolve(host: str, timeout: float) -> list[str] | Literal["timeout"] | None:
     """Addresses of a host name, None if it does not resolve, 'timeout' if the lookup hangs."""
     result = {}
 
@@ -27,7 +33,7 @@ def resolve(host, timeout):
     return result.get("addrs", "timeout")
 
 
-def is_local_address(addr):
+def is_local_address(addr: str) -> bool:
     """Whether this host owns the address (binding to it succeeds)."""
     family = socket.AF_INET6 if ":" in addr else socket.AF_INET
     try:
@@ -38,7 +44,7 @@ def is_local_address(addr):
         return False
 
 
-def port_owner(port):
+def port_owner(port: int) -> dict[str, int | str] | None:
     """pid and command of the process listening on a TCP port, from /proc (Linux), or None."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -68,7 +74,7 @@ def port_owner(port):
     return None
 
 
-def probe_port(port):
+def probe_port(port: int) -> str | None:
     """None if the port can be bound on all interfaces (as the master's TCPStore does), else
     the errno name."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -82,7 +88,7 @@ def probe_port(port):
     return None
 
 
-def parse_hostfile(text):
+def parse_hostfile(text: str) -> tuple[dict[str, tuple[int, int]], list[tuple[int, str]]]:
     """DeepSpeed's hostfile grammar (launcher/runner.py, _parse_hostfile): `host slots=N` per line,
     '#' comments. Returns ({host: (slots, line)}, [(line, problem)])."""
     hosts, problems = {}, []
@@ -103,7 +109,8 @@ def parse_hostfile(text):
     return hosts, problems
 
 
-def check_launch(report, env, args):
+def check_launch(report: "Report", env: dict[str, str], args: "argparse.Namespace") -> None:
+    """Run the launch section's checks (hostfile, master address and port) into the report."""
     hostfile_hosts = _check_hostfile(report, args)
     addr = args.master_addr or env.get("MASTER_ADDR")
     origin = "--master-addr" if args.master_addr else "MASTER_ADDR" if addr else None
