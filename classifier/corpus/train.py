@@ -10,10 +10,17 @@ which the model answers `unknown`. Needs scikit-learn; nothing at run time impor
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any, Literal, TextIO, overload
 
 from classifier.corpus.evaluate import find_cases
 from classifier.diagnosis.fallback import MODEL_PATH, TOKEN, TextModel
 from classifier.diagnosis.region import region_of_files, region_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
 
 MAX_FEATURES = 3000
 FOLDS = 5
@@ -21,17 +28,36 @@ MAX_FALSE_ALARM = 0.05   # of unknown/none cases the model may call a category, 
 QUIET = ("unknown", "none")
 
 
-def load_corpus(root, with_rule_outcome=False):
-    """Return (texts, labels, groups[, reaches_model]) for every labelled case under `root`.
+@overload
+def load_corpus(root: "str | Path",
+                with_rule_outcome: Literal[False] = False) -> tuple[list[str], list[str], list[str]]:
+    ...
 
-    `reaches_model` marks the cases the fallback model would see: a failure no rule explains.
+
+@overload
+def load_corpus(root: "str | Path",
+                with_rule_outcome: Literal[True]) -> tuple[list[str], list[str], list[str], list[bool]]:
+    ...
+
+
+def load_corpus(
+    root: "str | Path", with_rule_outcome: bool = False,
+) -> tuple[list[str], list[str], list[str]] | tuple[list[str], list[str], list[str], list[bool]]:
+    """Return (texts, labels, groups[, reaches_model]) for the training cases under `root`.
+
+    Every labelled case except the public `split: test` ones, which are held out from training
+    as from rule changes. A group is a case's family, else its repository (so cross-validation
+    holds out whole repositories of public cases), else the case itself. `reaches_model` marks
+    the cases the fallback model would see: a failure no rule explains.
     """
     from classifier.diagnosis.diagnose import diagnose_job
     texts, labels, groups, reaches = [], [], [], []
     for log, meta in find_cases(root):
+        if meta.get("split") == "test":
+            continue
         texts.append(region_text(region_of_files([str(log)])))
         labels.append(meta["label"])
-        groups.append(str(meta.get("family") or log.stem))
+        groups.append(str(meta.get("family") or meta.get("repository") or log.stem))
         if with_rule_outcome:
             reaches.append(diagnose_job([str(log)], use_model=False)["category"] == "unknown")
     if with_rule_outcome:
@@ -39,7 +65,7 @@ def load_corpus(root, with_rule_outcome=False):
     return texts, labels, groups
 
 
-def make_pipeline():
+def make_pipeline() -> "tuple[TfidfVectorizer, LogisticRegression]":
     """The vectorizer and classifier, with every knob that affects the export fixed."""
     import numpy
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -51,7 +77,7 @@ def make_pipeline():
     return vec, clf
 
 
-def cross_validate(texts, labels, groups):
+def cross_validate(texts: list[str], labels: list[str], groups: list[str]) -> list[tuple[str, float]]:
     """Out-of-fold (predicted class, probability) per case, folds split by family."""
     from sklearn.model_selection import GroupKFold
     oof = [None] * len(texts)
@@ -67,7 +93,7 @@ def cross_validate(texts, labels, groups):
     return oof
 
 
-def calibrate(oof, labels, reaches):
+def calibrate(oof: list[tuple[str, float]], labels: list[str], reaches: list[bool]) -> float:
     """The threshold for the cases the model really sees (failures no rule explains).
 
     Among those, answering a case labelled unknown/none is a false alarm. The threshold is the
@@ -88,7 +114,8 @@ def calibrate(oof, labels, reaches):
     return best
 
 
-def report(oof, labels, reaches, threshold, out):
+def report(oof: list[tuple[str, float]], labels: list[str], reaches: list[bool], threshold: float,
+           out: TextIO) -> None:
     """Print the honest (held-out family) scores: the model alone, and where it is used."""
     n = len(labels)
     plain = sum(pred == gold for (pred, _), gold in zip(oof, labels))
@@ -108,7 +135,7 @@ def report(oof, labels, reaches, threshold, out):
               f"{fixed}, wrong category {wrong}, unknown/none called a failure {broke}\n")
 
 
-def export(vec, clf, threshold):
+def export(vec: "TfidfVectorizer", clf: "LogisticRegression", threshold: float) -> dict[str, Any]:
     """The fitted model as plain data for classifier.diagnosis.fallback.TextModel."""
     return {
         "format": 1,
@@ -122,7 +149,7 @@ def export(vec, clf, threshold):
     }
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Train, cross-validate and export."""
     p = argparse.ArgumentParser(prog="python -m classifier.corpus.train")
     p.add_argument("--corpus", default="corpus")
