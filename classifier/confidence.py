@@ -7,6 +7,7 @@ probability instead (classifier/diagnosis/fallback.py).
 
 CAUSE_REPEATED = 0.95  # the winning cause rule fired more than once
 CAUSE = 0.9            # a cause rule fired once
+CUT = 0.7              # a cause read from a message cut at the end, or from frames alone
 SYMPTOM = 0.6          # only a symptom (an echo of some failure) explains the job
 HEALTHY = 0.8          # `none`: no failure marker, or each one followed by a success marker
 DOUBTFUL_NONE = 0.5    # `none`, though a failure marker was seen with no line to show for it

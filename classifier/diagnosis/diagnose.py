@@ -20,6 +20,7 @@ from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence
 from classifier.rules.load import default_rules
 from classifier.diagnosis.region import FailureRegion, mask
 from classifier.diagnosis.signals import FailureSignals
+from classifier.diagnosis.structure import DeferredHits, reader_steps
 from classifier.taxonomy import retry_verdict
 
 if TYPE_CHECKING:
@@ -105,11 +106,13 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     signals = FailureSignals()
     region = FailureRegion()
     collector = HitCollector()
+    deferred = DeferredHits()
     ranks_seen = set()
 
     def on_line(line):
         signals.feed(line)
         region.feed(line)
+        deferred.feed(line)
         if line.rank is not None:
             ranks_seen.add(line.rank)
 
@@ -118,7 +121,10 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         lines = normalize(_raw_lines(path, warnings, rules, chunk_size, select), index=i,
                           file_rank=file_rank)
         for hit in scan(lines, index, on_line, warnings):
-            collector.add(hit)
+            if not deferred.offer(hit):
+                collector.add(hit)
+    for hit in deferred.resolve(rules.rules, signals.last_lineno, collector.hits):
+        collector.add(hit)
 
     winner = pick_root_cause(collector.hits, signals.root_rank)
     unexplained = None
@@ -131,13 +137,15 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         signals.failed = False
     if winner is None:
         guess = _model_guess(region, rules) if signals.failed and use_model else None
-        result.update(guess or _no_rule_result(signals, unexplained))
+        result.update(guess or _no_rule_result(signals, unexplained, deferred.tracebacks.records))
     else:
         groups = group_by_category(collector.hits, winner)
         main, rule = _finding(groups[0][0], groups[0][1], ranks_seen)
         confidence = confidence_levels.CAUSE if rule.role == "cause" else confidence_levels.SYMPTOM
         if rule.role == "cause" and len(groups[0][1]) > 1:
             confidence = confidence_levels.CAUSE_REPEATED
+        if "message_cut" in main["facts"]:
+            confidence = min(confidence, confidence_levels.CUT)
         result.update({
             "category": main["category"],
             "layer": main["layer"],
@@ -210,7 +218,7 @@ def _model_guess(region, rules):
     }
 
 
-def _no_rule_result(signals, unexplained=None):
+def _no_rule_result(signals, unexplained=None, records=()):
     final = unexplained or signals.final_error()
     if signals.failed and final is not None:
         # The same error printed by other ranks (or earlier on this one) is evidence too.
@@ -223,7 +231,7 @@ def _no_rule_result(signals, unexplained=None):
             "title": "A failure that no rule explains", "source": "none",
             "confidence": confidence_levels.UNEXPLAINED,
             "rule": None, "evidence": _evidence_json([final] + echoes), "facts": facts,
-            "remediation": [
+            "remediation": reader_steps(final, records) + [
                 "Read the evidence line: it is the error no rule explains — the first one when other "
                 "ranks only echoed it, else the last one the job printed.",
                 "Read the traceback just above it on the same rank to find the code that raised it.",

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 REGEX_TIMEOUT = 0.5  # seconds per search; no rule and no line may stall a diagnosis
 CONTEXT_LINES = 50
+MIN_CUT = 24          # characters a partial match at a cut end must cover
+MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too little
 _AHEAD = 2
 
 # Window shapes around the keyword line i, as (first, last) offsets, tried in order.
@@ -95,6 +97,15 @@ class KeywordIndex:
         trie = trie_regex(keywords) if keywords else None
         self._pattern = re.compile(trie) if trie else None
         self._overlapping = re.compile("(?=(" + trie + "))") if trie else None
+
+    def rules_cut_at_end(self, msg: str) -> list["Rule"]:
+        """Rules with a keyword in `msg`, or whose keyword begins where `msg` is cut off."""
+        low = msg.lower()
+        out = list(self.rules_for(msg))
+        for kw, rules in self._rules_for.items():
+            if any(low.endswith(kw[:n]) for n in range(min(MIN_CUT_KEYWORD, len(kw)), len(kw))):
+                out.extend(r for r in rules if r not in out)
+        return out
 
     def rules_for(self, msg: str) -> Sequence["Rule"]:
         """Return the rules whose keywords occur in `msg` (case-insensitive), in rule order."""
@@ -211,3 +222,37 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     # Drain: the last lines have no lookahead left.
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
         yield from process(i)
+    if buf:
+        yield from _cut_at_end(buf[-1], index, seen, warnings)
+
+
+def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
+                warnings: "Warnings | None") -> Iterator[Hit]:
+    """Hits on the input's very last line when it stops mid-message.
+
+    A paste cut at `... Some NCCL operations have failed or timed ou` still names its failure:
+    a pattern that matches up to the end of the text and would go on matching (a partial
+    match) counts there, and only there, when it covers at least MIN_CUT characters. The
+    values captured up to the cut are kept except the one the cut may have shortened.
+    """
+    # A cut stops inside a word: a line ending in punctuation or a separator is complete.
+    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalnum():
+        return
+    for rule in index.rules_cut_at_end(line.msg):
+        if (rule.id, line.source, line.lineno) in seen:
+            continue
+        for pattern in rule.patterns:
+            try:
+                m = pattern.search(line.msg, partial=True, timeout=REGEX_TIMEOUT)
+            except TimeoutError:
+                m = None
+            if m is None or not m.partial or m.end() - m.start() < MIN_CUT:
+                continue
+            if m.end() != len(line.msg) or (rule.exclude and _excluded(rule, line.msg, warnings)):
+                continue
+            facts = {k: v.strip() for k, v in m.groupdict().items()
+                     if v and v.strip() and m.end(k) < m.end()}
+            facts["message_cut"] = "the log ends in the middle of this message"
+            seen.add((rule.id, line.source, line.lineno))
+            yield Hit(rule, [line], facts)
+            break

@@ -156,6 +156,9 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None
     return msg.strip(), rank, host, ts
 
 
+_ESCAPED_TRACEBACK = re.compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
+
+
 def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
               file_rank: int | None = None) -> Iterator[Line]:
     """Yield Line objects for RawLines of one input; lines inherit the last timestamp seen."""
@@ -170,4 +173,11 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
             last_ts = ts
         if rank is None:
             rank = file_rank
+        if _ESCAPED_TRACEBACK.search(msg):
+            # torchelastic's error.json (and other JSON) holds a traceback as one string with
+            # `\n` escapes: read it as the lines it stands for, all at this line number.
+            for part in msg.replace('\\"', '"').split("\\n"):
+                if part.strip():
+                    yield Line(raw.source, raw.lineno, part, part.strip(), rank, host, ts, index)
+            continue
         yield Line(raw.source, raw.lineno, text, msg, rank, host, ts, index)

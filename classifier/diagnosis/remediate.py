@@ -51,12 +51,27 @@ def fill(template: str, facts: Mapping[str, object]) -> str | None:
     return None if missing else text
 
 
+def _what_the_log_shows(facts: Mapping[str, object]) -> str | None:
+    """Say what a diagnosis rests on when the log did not show the whole message."""
+    if "message_cut" not in facts:
+        return None
+    if "raised_in" in facts:
+        return (f"The log stops before the exception's message, so this rests on its frames: it "
+                f"was raised in {facts['raised_in']}. Get the full log of that rank (or rerun "
+                f"with the output unbuffered) to read the message itself.")
+    return ("The log ends in the middle of this message; what it shows is enough to name the "
+            "failure, but read the full log of that rank for the rest (values, the rank it names).")
+
+
 def remediation_for(category_info: "CategoryInfo | None", rule: "Rule | None",
                     facts: Mapping[str, object]) -> list[str]:
     """Checklist item first, then the rule's own steps, then the category's, all filled."""
     steps = []
     if category_info is not None and category_info.checklist:
         steps.append("Checklist: " + category_info.checklist.strip())
+    read_from = _what_the_log_shows(facts)
+    if read_from:
+        steps.append(read_from)
     templates = list(rule.remediation if rule is not None else ())
     if category_info is not None:
         templates += list(category_info.remediation)

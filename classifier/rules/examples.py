@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.read import RawLine
+from classifier.diagnosis.structure import DeferredHits
 
 if TYPE_CHECKING:
     from classifier.diagnosis.match import Hit
@@ -13,9 +14,13 @@ if TYPE_CHECKING:
 
 
 def hits_for_text(text: str, rules: "RuleSet") -> list["Hit"]:
-    """Return all hits the rule set finds in a snippet of log text."""
+    """Return all hits the rule set finds in a snippet of log text, as a job would."""
     raw = (RawLine("<example>", i, t) for i, t in enumerate(text.splitlines(), 1))
-    return list(scan(normalize(raw), rules.keyword_index()))
+    deferred = DeferredHits()
+    last = {"<example>": len(text.splitlines())}
+    hits = [h for h in scan(normalize(raw), rules.keyword_index(), deferred.feed)
+            if not deferred.offer(h)]
+    return hits + deferred.resolve(rules.rules, last, hits)
 
 
 def example_cases(rules: "RuleSet") -> Iterator[tuple[str, "Rule", str, str, dict[str, Any]]]:

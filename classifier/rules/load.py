@@ -14,14 +14,15 @@ from typing import Any
 import yaml
 
 from classifier.rules.lint import check_regexes
-from classifier.rules.model import CategoryInfo, Rule, RuleSet
+from classifier.rules.model import STRUCTURE_LISTS, STRUCTURE_ONE, CategoryInfo, Rule, RuleSet
 from classifier.taxonomy import CATEGORIES
 
 ROLES = ("cause", "symptom")
 _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
-              "remediation", "examples"}
+              "structure", "trend", "remediation", "examples"}
+TREND_KINDS = ("loss_scale",)  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
 
@@ -95,6 +96,26 @@ def _check_examples(examples, where, report):
         report(where, f"unknown example keys: {', '.join(sorted(extra))}")
 
 
+def _check_structure(structure, where, report, lint):
+    if not isinstance(structure, dict) or not structure:
+        report(where, "structure must be a non-empty mapping")
+        return
+    for key, value in structure.items():
+        if key in STRUCTURE_LISTS:
+            if not _is_str_list(value, 1):
+                report(where + (key,), f"structure.{key} must be a non-empty list of regexes")
+            elif lint:
+                check_regexes(value, where + (key,), report)
+        elif key in STRUCTURE_ONE:
+            if not isinstance(value, str) or not value:
+                report(where + (key,), f"structure.{key} must be a regex string")
+            elif lint:
+                check_regexes([value], where + (key,), report)
+        else:
+            report(where + (key,), f"unknown structure key `{key}` (known: "
+                                   f"{', '.join(STRUCTURE_LISTS + STRUCTURE_ONE)})")
+
+
 def _validate_rule(rule, where, category, seen_ids, report, lint=True):
     if not isinstance(rule, dict):
         report(where, "a rule must be a mapping")
@@ -116,10 +137,20 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
         report(where + ("role",), f"role must be one of {', '.join(ROLES)}")
     if "priority" in rule and not isinstance(rule["priority"], int):
         report(where + ("priority",), "priority must be an integer")
-    if not _is_str_list(rule.get("keywords"), 1):
+    if "trend" in rule and rule["trend"] not in TREND_KINDS:
+        report(where + ("trend",), f"trend must be one of {', '.join(TREND_KINDS)}")
+    has_structure = "structure" in rule
+    if has_structure:
+        _check_structure(rule["structure"], where + ("structure",), report, lint)
+    # A structure-only rule fires on an exception's frames: it needs no patterns or keywords.
+    if has_structure and "patterns" not in rule and "keywords" not in rule:
+        pass
+    elif not _is_str_list(rule.get("keywords"), 1):
         report(where + ("keywords",) if "keywords" in rule else where,
                "keywords must be a non-empty list of strings")
-    if not _is_str_list(rule.get("patterns"), 1):
+    if has_structure and "patterns" not in rule:
+        pass
+    elif not _is_str_list(rule.get("patterns"), 1):
         report(where + ("patterns",) if "patterns" in rule else where,
                "patterns must be a non-empty list of strings")
     elif lint:

@@ -14,7 +14,7 @@ class Rule:
     """One compiled rule: keywords gate where its regexes run."""
 
     __slots__ = ("id", "category", "title", "role", "priority", "keywords", "remediation",
-                 "examples", "path", "info", "_sources", "_compiled")
+                 "examples", "path", "info", "structure", "trend", "_sources", "_compiled")
 
     def __init__(self, data: dict, category: str, path: str, info: "CategoryInfo") -> None:
         self.id = data["id"]
@@ -22,9 +22,12 @@ class Rule:
         self.title = data["title"]
         self.role = data.get("role", "cause")
         self.priority = int(data.get("priority", 0))
-        self.keywords = tuple(k.lower() for k in data["keywords"])
-        self._sources = (tuple(data["patterns"]), tuple(data.get("exclude") or ()),
+        self.keywords = tuple(k.lower() for k in data.get("keywords") or ())
+        self._sources = (tuple(data.get("patterns") or ()), tuple(data.get("exclude") or ()),
                          tuple(data.get("context") or ()))
+        # Conditions on an exception's type, frames and message (classifier.diagnosis.structure).
+        self.structure = compile_structure(data["structure"]) if data.get("structure") else None
+        self.trend = data.get("trend")  # its hits count only as a trend (diagnosis.trends)
         self._compiled = None
         self.remediation = tuple(data.get("remediation") or ())
         self.examples = data.get("examples") or {}
@@ -37,6 +40,11 @@ class Rule:
         if self._compiled is None:
             self._compiled = tuple(tuple(regex.compile(p) for p in group) for group in self._sources)
         return self._compiled
+
+    @property
+    def has_patterns(self) -> bool:
+        """False for a rule that fires on an exception's structure alone."""
+        return bool(self._sources[0])
 
     @property
     def patterns(self) -> tuple:
@@ -52,6 +60,21 @@ class Rule:
     def context(self) -> tuple:
         """The compiled context patterns."""
         return self._regexes()[2]
+
+
+STRUCTURE_LISTS = ("raised_in", "called_from", "not_called_from")
+STRUCTURE_ONE = ("exception", "source", "message")
+
+
+def compile_structure(data: dict) -> dict:
+    """A rule's `structure:` block with its regexes compiled (lists stay lists)."""
+    out = {}
+    for key, value in data.items():
+        if key in STRUCTURE_LISTS:
+            out[key] = tuple(regex.compile(p) for p in value)
+        else:
+            out[key] = regex.compile(value)
+    return out
 
 
 class CategoryInfo:

@@ -1,0 +1,195 @@
+"""Stage 3c: rules on structure — where an exception was raised and who called it.
+
+A rule's optional `structure:` block holds conditions on one exception (classifier.diagnosis
+.traceback.Raised), all of which must hold:
+
+  exception        regex searched in the exception's type (`JSONDecodeError`)
+  raised_in        regexes; one must match `file:function` of the innermost frame outside the
+                   standard library
+  called_from      regexes; each must match one of the innermost CALLERS frames outside the
+                   standard library (`file:function code line`)
+  not_called_from  regexes; none may match those frames (a dataset reader, not the config loader)
+  source           regex searched in the frames' source lines (`os\\.environ\\[`)
+  message          regex searched in the message; its named groups become facts
+
+A rule with patterns and a structure block fires where a pattern matches the exception line
+of an exception that meets the conditions. A rule with a structure block and no patterns
+fires on the exception itself, message or not: a traceback cut before its last line, or a
+bare `AssertionError`, is still diagnosed by its frames (and says so in its facts).
+"""
+
+import re
+from typing import TYPE_CHECKING
+
+from classifier.diagnosis.match import Hit
+from classifier.diagnosis.traceback import TracebackCollector
+from classifier.diagnosis.trends import TrendHits
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.normalize import Line
+    from classifier.diagnosis.traceback import Frame, Raised
+    from classifier.rules.model import Rule
+
+CALLERS = 3         # innermost frames (outside the standard library) that count as the caller
+MAX_PENDING = 4096  # pattern hits awaiting their structure check, per job
+
+
+# /usr/lib/python3.10/os.py, conda's D:/envs/x/lib/json/decoder.py, C:/Python311/Lib/os.py
+_STDLIB = re.compile(r"(?i)(?:^|/)lib/(?!python\d(?:\.\d+)?/(?:site|dist)-packages/)"
+                     r"(?:python\d(?:\.\d+)?/)?(?!(?:site|dist)-packages/)\w+(?:\.py$|/)|^<frozen ")
+
+
+def _frames(raised: "Raised") -> list:
+    return list(raised.frames)
+
+
+def raised_in(frames: list["Frame"]) -> "Frame | None":
+    """Where an exception was raised: its innermost frame outside Python's standard library
+    (os.py's __getitem__ or json/decoder.py only carry it out of the code that asked)."""
+    for frame in reversed(frames):
+        if not _STDLIB.search(frame.file):
+            return frame
+    return frames[-1] if frames else None
+
+
+def meets(structure: dict, raised: "Raised") -> dict | None:
+    """The facts the conditions yield if `raised` meets all of them, else None."""
+    frames = _frames(raised)
+    facts = {}
+    if "exception" in structure:
+        if not raised.type or not structure["exception"].search(raised.type):
+            return None
+    if "raised_in" in structure:
+        found = raised_in(frames)
+        if found is None or not any(p.search(found.where) for p in structure["raised_in"]):
+            return None
+        facts["raised_in"] = f"{found.file.rsplit('/', 1)[-1]}:{found.func}"
+    # Who asked: the innermost CALLERS frames outside the standard library, each by its
+    # location and its code line (`SupervisedDataset(...)`). Outer frames (`main`, `pretrain(
+    # train_valid_test_datasets_provider, ...)`) say what the program does, not who read.
+    own = [f for f in frames if not _STDLIB.search(f.file)] or frames
+    callers = [f"{f.where} {f.source}" for f in own[-CALLERS:]]
+    for pattern in structure.get("called_from", ()):
+        if not any(pattern.search(c) for c in callers):
+            return None
+    for pattern in structure.get("not_called_from", ()):
+        if any(pattern.search(c) for c in callers):
+            return None
+    if "source" in structure:
+        if not any(structure["source"].search(f.source) for f in frames):
+            return None
+    if "message" in structure:
+        m = structure["message"].search(raised.message or "")
+        if m is None:
+            return None
+        facts.update({k: v.strip() for k, v in m.groupdict().items() if v and v.strip()})
+    if raised.cut:
+        facts["message_cut"] = "the paste ends before the exception's message"
+    return facts
+
+
+def _explained(raised: "Raised", covered: dict[str, list[int]]) -> bool:
+    """Does a pattern hit already point into this traceback (its frames or its message)?"""
+    lo, hi = raised.first.lineno, raised.anchor.lineno
+    return any(lo <= n <= hi for n in covered.get(raised.first.source, ()))
+
+
+def structure_hits(records: list["Raised"], rules: list["Rule"],
+                   covered: dict[str, list[int]] | None = None) -> list[Hit]:
+    """Hits of the structure-only rules (no patterns) on a job's exceptions.
+
+    They are the fallback for what the message lines do not say: an exception that a pattern
+    hit already points into (`covered`: source -> line numbers) is left to that hit.
+    """
+    hits = []
+    covered = covered or {}
+    for rule in rules:
+        if rule.structure is None or rule.has_patterns:
+            continue
+        for raised in records:
+            if _explained(raised, covered):
+                continue
+            facts = meets(rule.structure, raised)
+            if facts is not None:
+                hits.append(Hit(rule, [raised.anchor], facts))
+    return hits
+
+
+def keep_hit(hit: Hit, by_line: dict) -> bool:
+    """Does a pattern hit of a rule with a structure block meet it on its exception?"""
+    structure = hit.rule.structure
+    if structure is None:
+        return True
+    for line in hit.lines:
+        raised = by_line.get((line.source, line.lineno))
+        if raised is not None:
+            return meets(structure, raised) is not None
+    # No traceback around the matched line: only exclusions could be checked, and none failed.
+    return set(structure) <= {"not_called_from"}
+
+
+def index_by_line(records: list["Raised"]) -> dict:
+    """{(source, line number of the exception line): exception}."""
+    return {(r.line.source, r.line.lineno): r for r in records if r.line is not None}
+
+
+class DeferredHits:
+    """Line hits whose rule needs the whole job first — structure conditions and trends — and
+    the tracebacks they are judged against."""
+
+    def __init__(self) -> None:
+        self.tracebacks = TracebackCollector()
+        self.trends = TrendHits()
+        self._pending: list[Hit] = []
+
+    def feed(self, line: "Line") -> None:
+        """See one normalised line (builds the job's tracebacks)."""
+        self.tracebacks.feed(line)
+
+    def offer(self, hit: Hit) -> bool:
+        """Keep a hit that can only be judged at the end; False when it stands on its own."""
+        if hit.rule.trend:
+            self.trends.add(hit)
+            return True
+        if hit.rule.structure is not None:
+            if len(self._pending) < MAX_PENDING:
+                self._pending.append(hit)
+            return True
+        return False
+
+    def resolve(self, rules: list["Rule"], last_lineno: dict[str, int],
+                hits: list[Hit] = ()) -> list[Hit]:
+        """The deferred hits that hold, plus the structure-only rules' hits on exceptions that
+        none of `hits` (the job's other hits) or the kept deferred ones points into."""
+        records = self.tracebacks.finish()
+        by_line = index_by_line(records)
+        out = [h for h in self._pending if keep_hit(h, by_line)]
+        covered: dict[str, list[int]] = {}
+        for hit in list(hits) + out:
+            for line in hit.lines:
+                covered.setdefault(line.source, []).append(line.lineno)
+        out += structure_hits(records, rules, covered)
+        out += self.trends.hits(last_lineno)
+        return out
+
+
+_DECODE_ERROR = re.compile(r"(?:JSONDecodeError|HjsonDecodeError|YAMLError|ScannerError|ParserError)$")
+
+
+def reader_steps(final: "Line", records: list["Raised"]) -> list[str]:
+    """For a parse error no rule explains, name the code that read the file that broke.
+
+    The DeepSpeed config rules refuse decode errors raised under a dataset or tokenizer
+    reader; what the user needs then is which file kind it was, not advice about ds_config.
+    """
+    for raised in records:
+        if raised.line is final and raised.type and _DECODE_ERROR.search(raised.type):
+            own = [f for f in raised.frames if not _STDLIB.search(f.file)]
+            if not own:
+                return []
+            reader = own[-1]
+            code = f" (`{reader.source}`)" if reader.source else ""
+            return [f"The text that failed to parse was read by {reader.where}{code}, not by the "
+                    f"DeepSpeed config loader: check that input file (a dataset, tokenizer or "
+                    f"annotation file; JSON Lines needs one object per line)."]
+    return []

@@ -1,0 +1,177 @@
+"""Stage 3b: tracebacks as structure — each exception with its frames, chain, rank and host.
+
+Real pastes often lack the one line a rule needs (cut before the message, a bare
+`AssertionError`, `KeyError: 'LOCAL_RANK'`) while the frames still say where it was raised. The
+collector reads, per input and rank (so interleaved ranks do not mix), the forms pastes take:
+
+* Python: `Traceback (most recent call last):`, `File "x.py", line 3, in f` + its source line,
+  chains ("During handling of the above exception ...", "The above exception was the direct
+  cause ..."), the final `Type: message`;
+* IPython / Jupyter: a `ValueError    Traceback (most recent call last)` header, frames
+  `~/x.py in f(a, b)` or `<ipython-input-3-...> in <module>`, `---> 21 code` arrows;
+* C++ (c10): `Exception raised from checkTimeout at /x/ProcessGroupNCCL.cpp:635`, `frame #N:`;
+* torchelastic's error.json, once normalize has unescaped its `\\n` (see normalize).
+
+A traceback that ends without its exception line (the paste stops, or the next one starts) is
+kept with `cut=True`: its frames alone can still decide (classifier.diagnosis.structure).
+Memory is bounded: MAX_FRAMES innermost frames per exception, MAX_RECORDS per job.
+"""
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from classifier.vocabulary import EXCEPTION_LINE
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.normalize import Line
+
+MAX_FRAMES = 40
+MAX_RECORDS = 512
+
+_START = re.compile(r"Traceback \(most recent call last\):?\s*$")
+_IPY_START = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
+_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_IPY_FRAME = re.compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
+                        r"(?P<func>[\w<>.]+)(?:\(|$)")
+_IPY_ARROW = re.compile(r"^-+> ?\d+\s+(?P<src>.+)$")
+_CPP_RAISED = re.compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
+_CPP_FRAME = re.compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
+                        r"(?P<file>[^)]*)\)")
+_CHAIN = re.compile(r"^During handling of the above exception|"
+                    r"^The above exception was the direct cause of the following exception")
+_EXC_PARTS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
+_NOISE = re.compile(r"^\s*[~^]+\s*$|^\s*$")
+
+
+@dataclass(slots=True, eq=False)
+class Frame:
+    """One frame: where (file with forward slashes, function, line) and its source line."""
+
+    file: str
+    func: str
+    line: int | None = None
+    source: str = ""
+
+    @property
+    def where(self) -> str:
+        """`path/to/file.py:function`, the form structure conditions match."""
+        return f"{self.file}:{self.func}"
+
+
+@dataclass(slots=True, eq=False)
+class Raised:
+    """One exception of a job: its type and message (None when the paste was cut), frames."""
+
+    source: str
+    rank: int | None
+    host: str | None
+    first: "Line"                       # the traceback's first line
+    frames: deque = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
+    type: str | None = None
+    message: str = ""
+    line: "Line | None" = None          # the exception line, when the paste has it
+    chained: bool = False               # raised while handling an earlier exception
+    last: "Line | None" = None          # the last line that belonged to it
+
+    @property
+    def cut(self) -> bool:
+        """True when the traceback ends without its exception line."""
+        return self.line is None
+
+    @property
+    def anchor(self) -> "Line":
+        """The line a diagnosis points at: the exception line, else the last frame's line."""
+        return self.line or self.last or self.first
+
+
+class _Open:
+    __slots__ = ("raised", "expect_source", "chain_next")
+
+    def __init__(self) -> None:
+        self.raised: Raised | None = None
+        self.expect_source = False
+        self.chain_next = False
+
+
+class TracebackCollector:
+    """Reads normalised lines one by one and keeps the exceptions they show (bounded)."""
+
+    def __init__(self) -> None:
+        self.records: list[Raised] = []
+        self._open: dict[tuple[str, int | None], _Open] = {}
+
+    def _close(self, state: _Open) -> None:
+        if state.raised is not None and len(self.records) < MAX_RECORDS:
+            self.records.append(state.raised)
+        state.raised = None
+        state.expect_source = False
+
+    def _start(self, state: _Open, line: "Line", etype: str | None = None) -> None:
+        self._close(state)
+        state.raised = Raised(line.source, line.rank, line.host, line, type=etype,
+                              chained=state.chain_next, last=line)
+        state.chain_next = False
+
+    def feed(self, line: "Line") -> None:
+        """Inspect one normalised line."""
+        msg = line.msg.strip()
+        state = self._open.setdefault((line.source, line.rank), _Open())
+        ipy = _IPY_START.match(msg)
+        if ipy or _START.search(msg):
+            self._start(state, line, ipy.group("type") if ipy else None)
+            return
+        if _CHAIN.match(msg):
+            self._close(state)
+            state.chain_next = True
+            return
+        raised = state.raised
+        frame = self._frame(msg)
+        if raised is None:
+            # A paste that starts mid-traceback, or a c10 error with no Python traceback
+            # around it: its first frame opens the record.
+            if frame is None:
+                return
+            self._start(state, line)
+            raised = state.raised
+        if frame is not None:
+            raised.frames.append(frame)
+            raised.last = line
+            state.expect_source = frame.source == ""
+            return
+        arrow = _IPY_ARROW.match(msg)
+        if arrow and raised.frames:
+            raised.frames[-1].source = arrow.group("src").strip()
+            raised.last = line
+            return
+        if EXCEPTION_LINE.match(msg):
+            m = _EXC_PARTS.match(msg)
+            raised.type = m.group("type") if m else msg
+            raised.message = (m.group("msg") or "") if m else ""
+            raised.line = line
+            raised.last = line
+            self._close(state)
+            return
+        if _NOISE.match(msg):
+            return
+        if state.expect_source and raised.frames:
+            raised.frames[-1].source = msg
+            raised.last = line
+            state.expect_source = False
+
+    @staticmethod
+    def _frame(msg: str) -> Frame | None:
+        for pattern in (_PY_FRAME, _CPP_RAISED, _IPY_FRAME, _CPP_FRAME):
+            m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
+            if m:
+                d = m.groupdict()
+                line = int(d["line"]) if d.get("line") else None
+                return Frame(d["file"].replace("\\", "/"), d.get("func") or "<module>", line)
+        return None
+
+    def finish(self) -> list[Raised]:
+        """Close what is still open (cut tracebacks) and return every exception, in order."""
+        for state in self._open.values():
+            self._close(state)
+        return self.records

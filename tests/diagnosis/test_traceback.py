@@ -1,0 +1,121 @@
+"""Tracebacks read as structure: every paste form, chains, cut messages, interleaved ranks."""
+
+import json
+
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.read import RawLine
+from classifier.diagnosis.traceback import TracebackCollector
+
+
+def _records(text):
+    collector = TracebackCollector()
+    raw = (RawLine("job.log", i, t) for i, t in enumerate(text.splitlines(), 1))
+    for line in normalize(raw):
+        collector.feed(line)
+    return collector.finish()
+
+
+PYTHON = """\
+[2024-05-01 10:00:00,000] [INFO] [launch.py:256:main] process 4242 spawned
+Traceback (most recent call last):
+  File "/work/train.py", line 58, in <module>
+    main()
+  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/config.py", line 816, in _batch_assertion
+    assert train_batch == micro_batch * grad_acc * self.world_size, (
+AssertionError: Check batch related parameters.
+"""
+
+
+def test_python_traceback_frames_source_and_message():
+    (r,) = _records(PYTHON)
+    assert (r.type, r.message, r.cut) == ("AssertionError", "Check batch related parameters.", False)
+    assert [f.func for f in r.frames] == ["<module>", "_batch_assertion"]
+    assert r.frames[-1].file.endswith("deepspeed/runtime/config.py") and r.frames[-1].line == 816
+    assert r.frames[-1].source.startswith("assert train_batch ==")
+    assert r.anchor.lineno == 7
+
+
+def test_a_traceback_cut_before_its_message_is_kept_as_cut():
+    (r,) = _records("\n".join(PYTHON.splitlines()[:6]))
+    assert r.cut and r.type is None and r.frames[-1].func == "_batch_assertion"
+    assert r.anchor.lineno == 6
+
+
+def test_ipython_traceback():
+    text = """\
+ValueError                                Traceback (most recent call last)
+<ipython-input-10-a7819dd08378> in <module>
+     19
+---> 21 trainer = DefaultTrainer(cfg)
+
+~/detectron2/detectron2/solver/lr_scheduler.py in __init__(self, optimizer, milestones)
+---> 35             raise ValueError(
+ValueError: Milestones should be a list of increasing integers.
+"""
+    (r,) = _records(text)
+    assert r.type == "ValueError" and [f.func for f in r.frames] == ["<module>", "__init__"]
+    assert r.frames[-1].file == "~/detectron2/detectron2/solver/lr_scheduler.py"
+    assert r.frames[0].source == "trainer = DefaultTrainer(cfg)"
+
+
+def test_cpp_frames_and_windows_paths():
+    text = """\
+[rank5]:[E901 05:20:03.446595912 ProcessGroupNCCL.cpp:1899] Process group watchdog thread terminated with exception
+Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:635 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 (0x7fec075785e8 in /usr/lib/libc10.so)
+Traceback (most recent call last):
+  File "C:\\envs\\ds\\lib\\site-packages\\deepspeed\\runtime\\engine.py", line 12, in step
+    self._take_model_step()
+RuntimeError: boom
+"""
+    cpp, py = _records(text)
+    assert cpp.frames[0].func == "checkTimeout" and cpp.frames[0].file.endswith("ProcessGroupNCCL.cpp")
+    assert cpp.frames[1].func.startswith("c10::Error::Error") and cpp.cut
+    assert py.frames[0].file == "C:/envs/ds/lib/site-packages/deepspeed/runtime/engine.py"
+    assert py.type == "RuntimeError"
+
+
+def test_chained_exceptions_are_marked():
+    text = """\
+Traceback (most recent call last):
+  File "/x/torch/utils/cpp_extension.py", line 2100, in _run_ninja_build
+    subprocess.run(command, check=True)
+subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/x/torch/utils/cpp_extension.py", line 2116, in _run_ninja_build
+    raise RuntimeError(message) from e
+RuntimeError: Error building extension 'cpu_adam'
+"""
+    first, second = _records(text)
+    assert not first.chained and second.chained
+    assert (first.type, second.type) == ("subprocess.CalledProcessError", "RuntimeError")
+
+
+def test_interleaved_ranks_do_not_mix():
+    text = """\
+[rank0]: Traceback (most recent call last):
+[rank1]: Traceback (most recent call last):
+[rank0]:   File "a.py", line 1, in f
+[rank1]:   File "b.py", line 2, in g
+[rank0]: KeyError: 'LOCAL_RANK'
+[rank1]: ValueError: bad
+"""
+    by_rank = {r.rank: r for r in _records(text)}
+    assert by_rank[0].frames[0].file == "a.py" and by_rank[0].type == "KeyError"
+    assert by_rank[1].frames[0].func == "g" and by_rank[1].type == "ValueError"
+
+
+def test_torchelastic_error_json_is_unescaped(tmp_path):
+    callstack = ('Traceback (most recent call last):\n  File "/x/torch/distributed/rendezvous.py", '
+                 'line 220, in _get_env_or_raise\n    raise _env_error(env_var)\nValueError\n')
+    doc = {"message": {"message": "ValueError", "extraInfo": {"py_callstack": callstack}}}
+    (r,) = _records(json.dumps(doc))
+    assert r.frames[0].func == "_get_env_or_raise" and r.type == "ValueError"
+    log = tmp_path / "error.json"
+    log.write_text(json.dumps(doc, indent=2))
+    d = diagnose_job([str(log)])
+    assert (d["category"], d["rule"]) == ("env_var_missing", "env_var_missing.rendezvous_frames")
