@@ -18,7 +18,7 @@ from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
                         merged_facts, pick_root_cause)
 from classifier.rules.load import default_rules
-from classifier.diagnosis.region import FailureRegion, mask
+from classifier.diagnosis.region import FailureRegion, model_text
 from classifier.diagnosis.signals import FailureSignals
 from classifier.diagnosis.structure import DeferredHits, reader_steps
 from classifier.taxonomy import retry_verdict
@@ -136,8 +136,12 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     if winner is None and signals.survived():
         signals.failed = False
     if winner is None:
-        guess = _model_guess(region, rules) if signals.failed and use_model else None
-        result.update(guess or _no_rule_result(signals, unexplained, deferred.tracebacks.records))
+        records = deferred.tracebacks.records
+        # A parse error the frames place under a data reader is proven outside the taxonomy:
+        # the text model, which sees only words, does not get to call it a config error.
+        outside = bool(reader_steps(unexplained or signals.final_error(), records))
+        guess = _model_guess(region, rules) if signals.failed and use_model and not outside else None
+        result.update(guess or _no_rule_result(signals, unexplained, records))
     else:
         groups = group_by_category(collector.hits, winner)
         main, rule = _finding(groups[0][0], groups[0][1], ranks_seen)
@@ -199,8 +203,8 @@ def _model_guess(region, rules):
     if model is None:
         return None
     lines = region.lines()
-    texts = [mask(line.msg) for line in lines]
-    probs = model.probabilities("\n".join(texts))
+    texts = [model_text([line]) for line in lines]
+    probs = model.probabilities(model_text(lines))
     category, p = max(probs.items(), key=lambda kv: kv[1])
     if category in (taxonomy.UNKNOWN, taxonomy.NONE) or p < model.threshold:
         return None

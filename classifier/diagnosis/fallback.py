@@ -18,7 +18,10 @@ TOKEN = re.compile(r"(?u)\b[a-z_][a-z0-9_]+\b")
 
 
 class TextModel:
-    """A linear multinomial model over sublinear TF-IDF word uni- and bigrams."""
+    """A linear multinomial model over sublinear TF-IDF word n-grams (up to `ngram_max`).
+
+    It scores the text `classifier.diagnosis.region.model_text` makes of the failure region.
+    """
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.classes = data["classes"]

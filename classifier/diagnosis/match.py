@@ -235,8 +235,9 @@ def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
     match) counts there, and only there, when it covers at least MIN_CUT characters. The
     values captured up to the cut are kept except the one the cut may have shortened.
     """
-    # A cut stops inside a word: a line ending in punctuation or a separator is complete.
-    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalnum():
+    # A cut stops inside a word: a line ending in a number, punctuation or a separator may
+    # well be complete.
+    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalpha():
         return
     for rule in index.rules_cut_at_end(line.msg):
         if (rule.id, line.source, line.lineno) in seen:

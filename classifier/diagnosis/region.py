@@ -3,6 +3,13 @@
 A job's cause sits near its end: the last tracebacks and error lines. Healthy chatter (NCCL
 INFO, step lines, progress bars) is skipped, and numbers, hex ids, addresses and directory
 paths are masked, so the model learns the wording of a failure and not one run's values.
+
+`model_text` is the one place that turns region lines into the text the model reads, for
+training (`classifier/corpus/train.py`) and at run time (`diagnose._model_guess`) alike. Besides
+masking it makes the words of a failure visible whatever their spelling: an identifier is kept
+and followed by its words (`WarmupDecayLR warmup decay lr`, `lr_scheduler lr scheduler`), a
+traceback frame adds its module and function (`frame_deepspeed_runtime_config`,
+`func_batch_assertion`) and an exception its type (`exc_outofmemoryerror`).
 """
 
 import re
@@ -10,7 +17,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from classifier.vocabulary import EXCEPTION_LINE
+from classifier.vocabulary import EXCEPTION_LINE, EXCEPTION_SUFFIXES
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
@@ -22,7 +29,9 @@ _CHATTER = re.compile(r" NCCL INFO |\[INFO\]|^INFO[: ]|%\||\bit/s\]|^\{'loss'|^\
 _MASKS = (
     (re.compile(r"0x[0-9a-fA-F]+"), " hexid "),
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " ipaddr "),
-    (re.compile(r"(?:[\w.~-]*/)+([\w.-]+)"), r" \1 "),          # keep a path's file name only
+    # keep a path's file name only; the look-behind starts a path only at its first character,
+    # so a 64 KiB line without a slash is scanned once, not once per character
+    (re.compile(r"(?<![\w.~-])(?:[\w.~-]*/)+([\w.-]+)"), r" \1 "),
     (re.compile(r"\d+(?:\.\d+)?"), " "),
 )
 
@@ -65,9 +74,90 @@ class FailureRegion:
         return out
 
 
+# An identifier as the model's tokenizer sees it (dots, colons and dashes already split it).
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The words of one identifier part: `WarmupDecayLR` -> Warmup, Decay, LR; `ProcessGroupNCCL`.
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# A Python traceback frame's tail, also when a wrapped paste cut the `File "` off its start;
+# the path is what precedes it back to a quote or a blank (found without a backtracking regex).
+_FRAME = re.compile(r'\.py", line \d+, in ([\w<>.]+)')
+_PACKAGE_ROOTS = ("site-packages", "dist-packages")
+_FRAME_DEPTH = 3    # path components kept of a frame outside an installed package
+# An exception type anywhere in a line (`raise CalledProcessError(`, `torch.OutOfMemoryError:`).
+_EXCEPTION_NAME = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*([A-Z][A-Za-z0-9]*(?:"
+                             + "|".join(EXCEPTION_SUFFIXES) + r"))(?=[:\s(]|$)")
+# The class an exception line starts with (`torch._dynamo.exc.Unsupported: ...`).
+_EXCEPTION_HEAD = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)(?::|$)")
+
+
+def _words(identifier: str) -> list[str]:
+    """`CUDA_VISIBLE_DEVICES` -> [cuda, visible, devices]; `SchedulerType` -> [scheduler, type]."""
+    return [w.lower() for part in identifier.split("_") for w in _WORD.findall(part)]
+
+
+def _split_identifiers(text: str) -> str:
+    """Follow every compound identifier with its words, keeping the identifier itself."""
+    def spell(m: re.Match) -> str:
+        words = _words(m.group(0)) if len(m.group(0)) > 3 else []   # not units: GiB, MiB
+        return m.group(0) + " " + " ".join(words) if len(words) > 1 else m.group(0)
+    return _IDENT.sub(spell, text)
+
+
+def _token(text: str) -> str:
+    return re.sub(r"\W+", "_", text).strip("_").lower()
+
+
+def _frame_module(path: str) -> str:
+    """A frame's module: the path below site-packages, else its last few components."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p and p.strip(".")]
+    for root in _PACKAGE_ROOTS:
+        if root in parts:
+            parts = parts[len(parts) - parts[::-1].index(root):]
+            break
+    else:
+        parts = parts[-_FRAME_DEPTH:]
+    if parts:
+        parts[-1] = parts[-1][:-3] if parts[-1].endswith(".py") else parts[-1]
+    return "_".join(t for t in map(_token, parts) if t)
+
+
+def _structure_tokens(msg: str) -> list[str]:
+    """frame_/func_ tokens of a traceback frame and exc_ tokens of the exception types named."""
+    out = []
+    for m in _FRAME.finditer(msg):
+        start = max(msg.rfind(c, 0, m.start()) for c in '" \t') + 1
+        module, func = _frame_module(msg[start:m.start() + 3]), _token(m.group(1))
+        out += ["frame_" + module] if module else []
+        out += ["func_" + func] if func else []
+    names = [m.group(1) for m in _EXCEPTION_NAME.finditer(msg)]
+    if EXCEPTION_LINE.match(msg):
+        head = _EXCEPTION_HEAD.match(msg)
+        names += [head.group(1)] if head else []
+    for name in dict.fromkeys(n.lower() for n in names):
+        out.append("exc_" + name)
+    return out
+
+
+def _line_text(msg: str) -> str:
+    text = _split_identifiers(mask(msg))
+    extra = _structure_tokens(msg)
+    return text + " " + " ".join(extra) if extra else text
+
+
+def model_text(lines: Iterable["Line | str"]) -> str:
+    """The text the fallback model reads, one line per region line (or message string).
+
+    Each line is masked (`mask`), every compound identifier is followed by its words, and the
+    frame module/function and exception types it names are appended as `frame_*`, `func_*` and
+    `exc_*` tokens. Training and run time both call this, so they read the same text; the text
+    of one line is `model_text([line])`, and the lines' texts joined by newlines are the whole.
+    """
+    return "\n".join(_line_text(line if isinstance(line, str) else line.msg) for line in lines)
+
+
 def region_text(lines: Iterable["Line"]) -> str:
-    """The masked text the model reads: one masked line per region line."""
-    return "\n".join(mask(line.msg) for line in lines)
+    """The text the model reads for a job's region lines (the same as `model_text`)."""
+    return model_text(lines)
 
 
 def region_of_files(paths: Iterable[str]) -> list["Line"]:

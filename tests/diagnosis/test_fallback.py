@@ -77,3 +77,46 @@ def test_rule_hit_never_consults_the_model(monkeypatch):
     from conftest import DEMO
     monkeypatch.setattr(m, "load_model", lambda *a: pytest.fail("model consulted"))
     assert diagnose_job([str(DEMO)])["source"] == "rule"
+
+
+def test_model_text_spells_identifiers_and_adds_frame_and_exception_tokens():
+    from classifier.diagnosis.fallback import TOKEN
+    from classifier.diagnosis.region import model_text
+
+    def tokens(text):
+        return TOKEN.findall(model_text([text]).lower())
+
+    # Identifiers keep their own token and are followed by their words.
+    t = tokens("ValueError: SchedulerType WarmupDecayLR is not known to lr_scheduler.py")
+    for word in ("schedulertype", "scheduler", "type", "warmupdecaylr", "warmup", "decay", "lr",
+                 "lr_scheduler"):
+        assert word in t, word
+    assert t[t.index("schedulertype") + 1:t.index("schedulertype") + 3] == ["scheduler", "type"]
+    assert t[t.index("lr_scheduler") + 1:t.index("lr_scheduler") + 3] == ["lr", "scheduler"]
+    t = tokens("CUDA_VISIBLE_DEVICES is not set")
+    assert t[:4] == ["cuda_visible_devices", "cuda", "visible", "devices"]
+    assert tokens("allocated 2.00 GiB")[-1] == "gib"          # units are not split
+    # A traceback frame gives its module (below site-packages, else the path's tail) and function.
+    t = tokens('File ".../deepspeed/runtime/config.py", line 5, in _batch_assertion')
+    assert "frame_deepspeed_runtime_config" in t and "func_batch_assertion" in t
+    t = tokens('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py",'
+               ' line 4, in <module>')
+    assert "frame_torch_distributed_distributed_c10d" in t and "func_module" in t
+    # Exception types, dotted or raised, become exc_ tokens.
+    assert "exc_outofmemoryerror" in tokens("torch.OutOfMemoryError: CUDA out of memory.")
+    assert "exc_calledprocesserror" in tokens("raise CalledProcessError(retcode, process.args,")
+    assert "exc_unsupported" in tokens("torch._dynamo.exc.Unsupported: call_function")
+    assert not any(w.startswith(("exc_", "frame_", "func_")) for w in tokens("loss is 0.5 at step 3"))
+    # Run-specific values stay masked; a region's text is its lines' texts, one a line.
+    assert "hexid" in tokens("illegal address 0x7f3a2b")
+    lines = ["RuntimeError: NCCL error", 'File "train.py", line 3, in main']
+    assert model_text(lines) == "\n".join(model_text([line]) for line in lines)
+
+
+def test_model_text_is_linear_on_a_long_line():
+    import time
+    from classifier.diagnosis.region import model_text
+    start = time.perf_counter()
+    for line in ("a" * 65536, "A." * 32768, "x" * 65000 + '.py", line 3, in f', "Error" * 13000):
+        model_text([line])
+    assert time.perf_counter() - start < 2.0   # a quadratic scan takes seconds per line
