@@ -17,11 +17,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from classifier.vocabulary import EXCEPTION_LINE, EXCEPTION_SUFFIXES
+from classifier.vocabulary import EXCEPTION_LINE, EXCEPTION_SUFFIXES, OTHER_FAILURE
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
 
+LEAD = 2            # tail lines kept before its first failure marker
 TAIL = 60           # last meaningful lines kept
 EXCEPTIONS = 20     # exception lines kept (first ones are usually the cause, last the echo)
 
@@ -64,9 +65,18 @@ class FailureRegion:
                 self.last_exceptions.append(line)
 
     def lines(self) -> list["Line"]:
-        """The region's lines: exception lines first, then the tail, each line once."""
+        """The region's lines: exception lines first, then the tail, each line once.
+
+        The tail starts a few lines before its first failure marker: a short paste after a
+        long healthy run must not be read with the run's last healthy lines mixed in.
+        """
+        tail = list(self.tail)
+        first = next((i for i, line in enumerate(tail)
+                      if EXCEPTION_LINE.match(line.msg) or OTHER_FAILURE.search(line.msg)), None)
+        if first is not None:
+            tail = tail[max(0, first - LEAD):]
         out, seen = [], set()
-        for line in list(self.first_exceptions) + list(self.last_exceptions) + list(self.tail):
+        for line in list(self.first_exceptions) + list(self.last_exceptions) + tail:
             key = (line.source, line.lineno)
             if key not in seen:
                 seen.add(key)

@@ -120,3 +120,23 @@ def test_model_text_is_linear_on_a_long_line():
     for line in ("a" * 65536, "A." * 32768, "x" * 65000 + '.py", line 3, in f', "Error" * 13000):
         model_text([line])
     assert time.perf_counter() - start < 2.0   # a quadratic scan takes seconds per line
+
+
+def test_the_region_of_a_short_failure_after_a_long_healthy_run_starts_at_the_failure():
+    import sys
+    from classifier.diagnosis.normalize import normalize
+    from classifier.diagnosis.read import RawLine
+    from classifier.diagnosis.region import LEAD, FailureRegion
+    sys.path.insert(0, str(ROOT / "tests"))
+    from noise import healthy_lines
+    failure = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+               "    main()", "ZeroDivisionError: float division by zero"]
+    lines = list(healthy_lines(3000)) + failure
+    region = FailureRegion()
+    for line in normalize(RawLine("job.log", i, t) for i, t in enumerate(lines, 1)):
+        region.feed(line)
+    numbers = [line.lineno for line in region.lines()]
+    first_failure = len(lines) - len(failure) + 1
+    # the failure's lines, and no more than LEAD of the healthy run's before them
+    assert set(range(first_failure, len(lines) + 1)) <= set(numbers)
+    assert len([n for n in numbers if n < first_failure]) <= LEAD
