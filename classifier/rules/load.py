@@ -143,17 +143,14 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
     if has_structure:
         _check_structure(rule["structure"], where + ("structure",), report, lint)
     # A structure-only rule fires on an exception's frames: it needs no patterns or keywords.
-    if has_structure and "patterns" not in rule and "keywords" not in rule:
-        pass
-    elif not _is_str_list(rule.get("keywords"), 1):
+    structure_only = has_structure and "patterns" not in rule
+    if not (structure_only and "keywords" not in rule) and not _is_str_list(rule.get("keywords"), 1):
         report(where + ("keywords",) if "keywords" in rule else where,
                "keywords must be a non-empty list of strings")
-    if has_structure and "patterns" not in rule:
-        pass
-    elif not _is_str_list(rule.get("patterns"), 1):
+    if not structure_only and not _is_str_list(rule.get("patterns"), 1):
         report(where + ("patterns",) if "patterns" in rule else where,
                "patterns must be a non-empty list of strings")
-    elif lint:
+    elif not structure_only and lint:
         keywords = rule["keywords"] if _is_str_list(rule.get("keywords"), 1) else ()
         check_regexes(rule["patterns"], where + ("patterns",), report, keywords)
     for key in ("exclude", "context", "remediation"):
