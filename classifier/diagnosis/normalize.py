@@ -38,6 +38,10 @@ _RANK_PREFIXES = (
     re.compile(r"(?P<host>[a-z0-9][\w.-]*[-_]\d+)\s+\|\s"),
 )
 
+# pytest's failure report marks the exception's lines `E   RuntimeError: ...` (continuations
+# `E       ...`): a marker in front of the message, like a rank label.
+_PYTEST_E = re.compile(r"E(?: {3,}|\t)(?=\S)")
+
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
@@ -149,7 +153,10 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None
                 msg = msg[m.end():]
                 break
         if msg == before:
-            break
+            m = _PYTEST_E.match(msg)
+            if m is None:
+                break
+            msg = msg[m.end():]
     m = _BOX_LEFT.match(msg)
     if m:
         msg = _BOX_RIGHT.sub("", msg[m.end():])

@@ -10,7 +10,8 @@ collector reads, per input and rank (so interleaved ranks do not mix), the forms
 * IPython / Jupyter: a `ValueError    Traceback (most recent call last)` header, frames
   `~/x.py in f(a, b)` or `<ipython-input-3-...> in <module>`, `---> 21 code` arrows;
 * C++ (c10): `Exception raised from checkTimeout at /x/ProcessGroupNCCL.cpp:635`, `frame #N:`;
-* torchelastic's error.json, once normalize has unescaped its `\\n` (see normalize).
+* torchelastic's error.json, once normalize has unescaped its `\\n` (see normalize);
+* pytest: `path.py:42: in func` frames, the `E   Type: message` lines (normalize peels `E`).
 
 A traceback that ends without its exception line (the paste stops, or the next one starts) is
 kept with `cut=True`: its frames alone can still decide (classifier.diagnosis.structure).
@@ -39,6 +40,8 @@ _IPY_ARROW = re.compile(r"^-+> ?\d+\s+(?P<src>.+)$")
 _CPP_RAISED = re.compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
 _CPP_FRAME = re.compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
                         r"(?P<file>[^)]*)\)")
+# pytest's own frame lines (`--tb=long|short`): `tests/test_x.py:42: in test_step`.
+_PYTEST_FRAME = re.compile(r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)$")
 _CHAIN = re.compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
 _EXC_PARTS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
@@ -162,7 +165,7 @@ class TracebackCollector:
 
     @staticmethod
     def _frame(msg: str) -> Frame | None:
-        for pattern in (_PY_FRAME, _CPP_RAISED, _IPY_FRAME, _CPP_FRAME):
+        for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _IPY_FRAME, _CPP_FRAME):
             m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
             if m:
                 d = m.groupdict()

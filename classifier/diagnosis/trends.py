@@ -1,8 +1,8 @@
 """Stage 3d: trends — a run going bad over many lines, where no single line is the failure.
 
 A rule with `trend: <kind>` matches the single lines as usual (its patterns capture the number
-the trend follows), but its hits count only when the trend holds over the job; then one hit
-stands for them all, with the first and last values in its facts.
+or code the trend follows), but its hits count only when the trend holds over the job; then
+one hit stands for them all, with the trend's numbers in its facts.
 
 loss_scale  fp16 dynamic loss scaling that keeps halving: DeepSpeed's `OVERFLOW! ... reducing
             to`, apex/amp's `Gradient overflow. Skipping step, ... reducing loss scale to`,
@@ -10,18 +10,29 @@ loss_scale  fp16 dynamic loss scaling that keeps halving: DeepSpeed's `OVERFLOW!
             settles are healthy (every fp16 run starts that way); the run is collapsing when
             the scale has fallen to 1 or below, or when the log ends inside a run of at least
             STREAK reductions that has brought the scale down to LOW or below.
+events      a hardware event that is noise once and a fault when it repeats (driver Xids that
+            no single-line rule calls fatal): at least EVENTS hits in the job. The facts list
+            every code (`xid`) and device (`pci`) seen, and how many events there were.
+retries     a connection retried again and again (NCCL's `Call to connect returned ...,
+            retrying`): at least RETRIES retries that end in a failure — a line the rule
+            captures as `gave_up` (an NCCL WARN) within GAP lines of a retry, or the log
+            ending inside the storm. Retries that go quiet and never fail are a slow start, not a fault.
 """
 
 from collections import deque
 
 from classifier.diagnosis.match import Hit
 
-TREND_KINDS = ("loss_scale",)
+TREND_KINDS = ("loss_scale", "events", "retries")
 FLOOR = 1.0     # DeepSpeed's and apex's default min_loss_scale
 LOW = 128.0
 STREAK = 5
-TAIL = 10       # "the log ends inside the run": its last overflow within this many lines
-
+TAIL = 10       # "the log ends inside the run": its last hit within this many lines
+EVENTS = 3
+RETRIES = 5
+RETRY_TAIL = 2   # a storm the paste ends in: its last retry is (nearly) the last line
+GAP = 50         # lines between the last retry and the WARN that ends the storm
+MAX_VALUES = 16  # distinct codes / devices kept per series (bounded memory)
 
 RECENT = 64     # hits of a trend kept per input beyond the first (bounded memory)
 
@@ -33,43 +44,105 @@ def _scale(hit: Hit) -> float | None:
         return None
 
 
+class _Series:
+    """The hits of one trend rule in one input: first, last, count, and what they carried."""
+
+    __slots__ = ("rule", "first", "last", "count", "min", "recent", "values", "gave_up")
+
+    def __init__(self, rule, hit: Hit) -> None:
+        self.rule = rule
+        self.first = self.last = hit
+        self.count = 0
+        self.min = None
+        self.recent = deque(maxlen=RECENT)
+        self.values: dict[str, list[str]] = {}
+        self.gave_up: Hit | None = None
+
+
 class TrendHits:
-    """The line hits of trend rules, per rule and input: the first, the lowest value, the last."""
+    """The line hits of trend rules, per rule and input, reduced to what each trend needs."""
 
     def __init__(self) -> None:
-        self._series: dict[tuple[str, str], dict] = {}
+        self._series: dict[tuple[str, str], _Series] = {}
 
     def add(self, hit: Hit) -> None:
         """Record one line hit of a trend rule."""
-        value = _scale(hit)
-        if value is None:
+        kind = hit.rule.trend
+        value = _scale(hit) if kind == "loss_scale" else None
+        if kind == "loss_scale" and value is None:
             return
         key = (hit.rule.id, hit.first.source)
-        series = self._series.get(key)
-        if series is None:
-            series = self._series[key] = {"rule": hit.rule, "first": (hit, value), "min": value,
-                                          "count": 0, "recent": deque(maxlen=RECENT)}
-        series["min"] = min(series["min"], value)
-        series["count"] += 1
-        series["recent"].append((hit, value))
+        s = self._series.get(key)
+        if kind == "retries" and hit.facts.get("gave_up") is not None:
+            # The failure that ends a storm counts only right after a retry: a WARN hours later
+            # belongs to another failure.
+            if (s is not None and s.gave_up is None
+                    and hit.first.lineno - s.last.lines[-1].lineno <= GAP):
+                s.gave_up = hit
+            return
+        if s is None:
+            s = self._series[key] = _Series(hit.rule, hit)
+            s.min = value
+        s.count += 1
+        s.last = hit
+        if kind == "loss_scale":
+            s.min = min(s.min, value)
+            s.recent.append((hit, value))
+            return
+        for name, val in hit.facts.items():
+            seen = s.values.setdefault(name, [])
+            if val and val not in seen and len(seen) < MAX_VALUES:
+                seen.append(val)
 
     def hits(self, last_lineno: dict[str, int]) -> list[Hit]:
         """One hit per rule and input where the trend holds."""
         out = []
         for (_, source), s in self._series.items():
-            if s["rule"].trend != "loss_scale":
-                continue
-            recent = list(s["recent"])
-            values = [v for _, v in recent]
-            streak = 1
-            for a, b in zip(values, values[1:]):
-                streak = streak + 1 if b < a else 1
-            last_hit, last_value = recent[-1]
-            ends_inside = last_hit.lines[-1].lineno + TAIL >= last_lineno.get(source, 0)
-            if s["min"] <= FLOOR or (ends_inside and streak >= STREAK and last_value <= LOW):
-                first_hit, first_value = s["first"]
-                facts = {"first_scale": f"{first_value:g}", "last_scale": f"{last_value:g}",
-                         "min_scale": f"{s['min']:g}", "overflows": str(s["count"])}
-                lines = [first_hit.first] + ([last_hit.first] if last_hit is not first_hit else [])
-                out.append(Hit(s["rule"], lines, facts))
+            kind = s.rule.trend
+            tail = RETRY_TAIL if kind == "retries" else TAIL
+            ends_inside = s.last.lines[-1].lineno + tail >= last_lineno.get(source, 0)
+            if kind == "loss_scale":
+                hit = _loss_scale(s, ends_inside)
+            elif kind == "events":
+                hit = _events(s) if s.count >= EVENTS else None
+            else:
+                hit = _retries(s) if s.count >= RETRIES and (s.gave_up or ends_inside) else None
+            if hit is not None:
+                out.append(hit)
         return out
+
+
+def _lines(*hits: Hit | None) -> list:
+    out = []
+    for hit in hits:
+        if hit is not None and hit.first not in out:
+            out.append(hit.first)
+    return out
+
+
+def _loss_scale(s: _Series, ends_inside: bool) -> Hit | None:
+    values = [v for _, v in s.recent]
+    streak = 1
+    for a, b in zip(values, values[1:]):
+        streak = streak + 1 if b < a else 1
+    last_hit, last_value = s.recent[-1]
+    if not (s.min <= FLOOR or (ends_inside and streak >= STREAK and last_value <= LOW)):
+        return None
+    first_value = _scale(s.first)
+    facts = {"first_scale": f"{first_value:g}", "last_scale": f"{last_value:g}",
+             "min_scale": f"{s.min:g}", "overflows": str(s.count)}
+    return Hit(s.rule, _lines(s.first, last_hit), facts)
+
+
+def _events(s: _Series) -> Hit:
+    facts = {name: ", ".join(vals) for name, vals in s.values.items() if vals}
+    facts["events"] = str(s.count)
+    return Hit(s.rule, _lines(s.first, s.last), facts)
+
+
+def _retries(s: _Series) -> Hit:
+    facts = {name: ", ".join(vals) for name, vals in s.values.items() if vals}
+    facts["retries"] = str(s.count)
+    if s.gave_up is not None:
+        facts["gave_up"] = s.gave_up.facts["gave_up"]
+    return Hit(s.rule, _lines(s.first, s.last, s.gave_up), facts)

@@ -22,7 +22,7 @@ _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
               "structure", "trend", "remediation", "examples"}
-TREND_KINDS = ("loss_scale",)  # classifier.diagnosis.trends
+TREND_KINDS = ("loss_scale", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
 

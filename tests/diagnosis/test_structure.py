@@ -88,3 +88,83 @@ def test_loss_scale_collapse_is_a_failure_and_a_recovery_is_not(tmp_path):
     steps = "".join(f"{{'loss': {2 - i / 1000:.3f}, 'learning_rate': 2e-05, 'epoch': 0.{i:02d}}}\n"
                     for i in range(60))
     assert _diagnose(tmp_path, start + steps)["category"] == "none"
+
+
+def _healthy_steps(n, start=0):
+    return "".join(f"{{'loss': {2 - i / 1000:.3f}, 'learning_rate': 2e-05, 'epoch': 0.{i % 100:02d}}}\n"
+                   for i in range(start, start + n))
+
+
+def test_repeated_xids_are_a_hardware_cause_with_their_codes_even_without_a_python_error(tmp_path):
+    xids = "".join(f"[Tue Mar  5 02:1{k}:45 2024] NVRM: Xid (PCI:0000:3b:00): {code}, pid=4411, "
+                   f"name=python, Ch 00000010\n" for k, code in enumerate((109, 109, 8, 109)))
+    d = _diagnose(tmp_path, _healthy_steps(40) + xids + _healthy_steps(5, 40))
+    assert d["category"] == "gpu_hardware" and d["rule"] == "gpu_hardware.xid_repeated"
+    assert (d["facts"]["xid"], d["facts"]["events"], d["facts"]["pci"]) == ("109, 8", "4", "0000:3b:00")
+    assert "4 Xid events (codes 109, 8)" in " ".join(d["remediation"])
+    # Once is noise; a stream of application Xids (a crashing kernel) is not hardware.
+    once = xids.splitlines(keepends=True)[0]
+    assert _diagnose(tmp_path, _healthy_steps(40) + once + _healthy_steps(5, 40))["category"] == "none"
+    app = "".join(f"NVRM: Xid (PCI:0000:3b:00): 31, pid=5518, name=python, Ch 00000010, MMU Fault {k}\n"
+                  for k in range(6))
+    assert _diagnose(tmp_path, _healthy_steps(40) + app)["category"] != "gpu_hardware"
+
+
+RETRY = "gpu-a:2011:2011 [0] NCCL INFO Call to connect returned Connection refused, retrying\n"
+
+
+def test_an_nccl_retry_storm_that_ends_in_a_warn_is_a_transport_failure(tmp_path):
+    warn = "gpu-a:2011:2011 [0] misc/socket.cc:538 NCCL WARN Net : Connect to 10.1.2.3<41291> fai\n"
+    d = _diagnose(tmp_path, "NCCL INFO Bootstrap : Using eth0:10.1.2.2<0>\n" + RETRY * 8 + warn)
+    assert d["category"] == "nccl_network" and d["rule"] == "nccl_network.connect_retry_storm"
+    assert (d["facts"]["retries"], d["facts"]["reason"], d["facts"]["call"]) == ("8", "Connection refused", "connect")
+    assert d["evidence"][-1]["line"] == 10  # the WARN that ended it is shown
+    # The same retries, then a connection and a healthy run: a slow start, not a failure.
+    healthy = ("gpu-a:2011:2011 [0] NCCL INFO Connected all rings\n"
+               "gpu-a:2011:2011 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 2 - Init COMPLETE\n")
+    assert _diagnose(tmp_path, RETRY * 8 + healthy + _healthy_steps(30))["category"] == "none"
+
+
+def test_a_warn_long_after_the_retries_belongs_to_another_failure(tmp_path):
+    warn = "gpu-a:2011:2011 [0] NCCL WARN Net : Connection closed by remote peer gpu-b<51890>\n"
+    d = _diagnose(tmp_path, RETRY * 8 + _healthy_steps(200) + warn)
+    assert d["rule"] != "nccl_network.connect_retry_storm"
+
+
+PYTEST = """\
+============================= test session starts ==============================
+collected 3 items
+
+tests/test_engine.py F                                                   [100%]
+
+=================================== FAILURES ===================================
+_______________________________ test_zero3_step ________________________________
+
+    def test_zero3_step():
+>       engine, *_ = deepspeed.initialize(model=model, config=CONFIG)
+
+tests/test_engine.py:31: 
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+/opt/conda/lib/python3.10/site-packages/deepspeed/__init__.py:181: in initialize
+    engine = DeepSpeedEngine(args=args,
+/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py:262: in __init__
+    self._configure_with_arguments(args, mpu)
+/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/config.py:868: in _configure_train_batch_size
+    self._batch_assertion()
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+    def _batch_assertion(self):
+>       assert train_batch == micro_batch * grad_acc * self.world_size, (
+E       AssertionError
+/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/config.py:816: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_engine.py::test_zero3_step - AssertionError
+"""
+
+
+def test_a_pytest_failure_report_is_read_by_its_frames_and_e_lines(tmp_path):
+    d = _diagnose(tmp_path, PYTEST)
+    assert d["category"] == "batch_size_mismatch" and d["rule"] == "batch_size_mismatch.batch_assertion_frames"
+    oom = "E       torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n"
+    d = _diagnose(tmp_path, PYTEST.replace("E       AssertionError\n", oom))
+    assert d["category"] == "gpu_oom" and d["facts"]["requested"] == "2.00 GiB"

@@ -119,3 +119,11 @@ def test_torchelastic_error_json_is_unescaped(tmp_path):
     log.write_text(json.dumps(doc, indent=2))
     d = diagnose_job([str(log)])
     assert (d["category"], d["rule"]) == ("env_var_missing", "env_var_missing.rendezvous_frames")
+
+
+def test_pytest_report_frames_and_e_lines():
+    from tests.diagnosis.test_structure import PYTEST
+    (r,) = _records(PYTEST)
+    assert r.type == "AssertionError" and not r.cut
+    assert [f.func for f in r.frames] == ["initialize", "__init__", "_configure_train_batch_size"]
+    assert r.frames[-1].file.endswith("deepspeed/runtime/config.py") and r.frames[-1].line == 868
