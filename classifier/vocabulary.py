@@ -51,6 +51,10 @@ ECHO_TERMS = (
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (
     Term(r"Traceback \(most recent call last\)", ("traceback",)),
+    # a traceback's frame: pastes often keep the frames and lose the header and the message
+    Term(r'\bFile "[^"]+", line \d+, in ', ('file "',)),
+    # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread
+    Term(r"Assertion [`'][^`']+[`'] failed", ("assertion",)),
     Term(r"terminate called after throwing", ("terminate called",)),
     Term(r"Segmentation fault", ("segmentation fault",)),
     Term(r"core dumped", ("core dumped",)),

@@ -28,8 +28,10 @@ _WINDOWS = ((0, 0), (0, 1), (0, 2), (-1, 0), (-1, 1), (-2, 0))
 
 # Python tracebacks echo the source line that raised, and that source often holds the very
 # message a rule looks for (`raise RuntimeError("... version mismatch ...")`). The exception
-# line below it is the evidence; a match never starts on such a code line.
-_CODE_LINE = re.compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|f?["']""")
+# line below it is the evidence; a match never starts on such a code line. A JSON member
+# (`"message": "RendezvousConnectionError: ..."`, torchelastic's pretty-printed error file) is
+# log output, not code.
+_CODE_LINE = re.compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|f?["'](?![\w.-]{1,40}["']\s?:\s)""")
 
 
 @dataclass(slots=True, eq=False)

@@ -52,7 +52,7 @@ _ISO_TS = re.compile(
 _SYSLOG_TS = re.compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?: \S+)?(?: kernel:)? ")
-_DMESG_TS = re.compile(r"\[\s*\d+\.\d+\]\s")
+_DMESG_TS = re.compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
 # A tqdm bar, ` 45%|████▌     | 45/100 [00:10<00:12,  4.4it/s]`, whole or at the head of a

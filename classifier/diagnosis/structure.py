@@ -6,11 +6,15 @@ A rule's optional `structure:` block holds conditions on one exception (classifi
   exception        regex searched in the exception's type (`JSONDecodeError`)
   raised_in        regexes; one must match `file:function` of the innermost frame outside the
                    standard library
+  innermost        regex on `file:function` of the innermost frame, standard library included
+                   (`os.py:__getitem__`: the paste stopped inside the lookup itself)
   called_from      regexes; each must match one of the innermost CALLERS frames outside the
                    standard library (`file:function code line`)
   not_called_from  regexes; none may match those frames (a dataset reader, not the config loader)
   source           regex searched in the frames' source lines (`os\\.environ\\[`)
   message          regex searched in the message; its named groups become facts
+  cut              true: only a traceback that stops before its message (what the frames
+                   prove only when no message says otherwise)
 
 A rule with patterns and a structure block fires where a pattern matches the exception line
 of an exception that meets the conditions. A rule with a structure block and no patterns
@@ -56,6 +60,8 @@ def meets(structure: dict, raised: "Raised") -> dict | None:
     """The facts the conditions yield if `raised` meets all of them, else None."""
     frames = _frames(raised)
     facts = {}
+    if "cut" in structure and raised.cut != structure["cut"]:
+        return None
     if "exception" in structure:
         if not raised.type or not structure["exception"].search(raised.type):
             return None
@@ -64,6 +70,9 @@ def meets(structure: dict, raised: "Raised") -> dict | None:
         if found is None or not any(p.search(found.where) for p in structure["raised_in"]):
             return None
         facts["raised_in"] = f"{found.file.rsplit('/', 1)[-1]}:{found.func}"
+    if "innermost" in structure:
+        if not frames or not structure["innermost"].search(frames[-1].where):
+            return None
     # Who asked: the innermost CALLERS frames outside the standard library, each by its
     # location and its code line (`SupervisedDataset(...)`). Outer frames (`main`, `pretrain(
     # train_valid_test_datasets_provider, ...)`) say what the program does, not who read.

@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 
 from classifier.rules.lint import check_regexes
-from classifier.rules.model import STRUCTURE_LISTS, STRUCTURE_ONE, CategoryInfo, Rule, RuleSet
+from classifier.rules.model import (STRUCTURE_FLAGS, STRUCTURE_LISTS, STRUCTURE_ONE, CategoryInfo,
+                                    Rule, RuleSet)
 from classifier.taxonomy import CATEGORIES
 
 ROLES = ("cause", "symptom")
@@ -106,6 +107,9 @@ def _check_structure(structure, where, report, lint):
                 report(where + (key,), f"structure.{key} must be a non-empty list of regexes")
             elif lint:
                 check_regexes(value, where + (key,), report)
+        elif key in STRUCTURE_FLAGS:
+            if not isinstance(value, bool):
+                report(where + (key,), f"structure.{key} must be true or false")
         elif key in STRUCTURE_ONE:
             if not isinstance(value, str) or not value:
                 report(where + (key,), f"structure.{key} must be a regex string")
@@ -113,7 +117,7 @@ def _check_structure(structure, where, report, lint):
                 check_regexes([value], where + (key,), report)
         else:
             report(where + (key,), f"unknown structure key `{key}` (known: "
-                                   f"{', '.join(STRUCTURE_LISTS + STRUCTURE_ONE)})")
+                                   f"{', '.join(STRUCTURE_LISTS + STRUCTURE_ONE + STRUCTURE_FLAGS)})")
 
 
 def _validate_rule(rule, where, category, seen_ids, report, lint=True):

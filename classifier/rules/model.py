@@ -63,7 +63,8 @@ class Rule:
 
 
 STRUCTURE_LISTS = ("raised_in", "called_from", "not_called_from")
-STRUCTURE_ONE = ("exception", "source", "message")
+STRUCTURE_ONE = ("exception", "innermost", "source", "message")
+STRUCTURE_FLAGS = ("cut",)
 
 
 def compile_structure(data: dict) -> dict:
@@ -72,6 +73,8 @@ def compile_structure(data: dict) -> dict:
     for key, value in data.items():
         if key in STRUCTURE_LISTS:
             out[key] = tuple(regex.compile(p) for p in value)
+        elif key in STRUCTURE_FLAGS:
+            out[key] = value
         else:
             out[key] = regex.compile(value)
     return out

@@ -168,3 +168,27 @@ def test_a_pytest_failure_report_is_read_by_its_frames_and_e_lines(tmp_path):
     oom = "E       torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n"
     d = _diagnose(tmp_path, PYTEST.replace("E       AssertionError\n", oom))
     assert d["category"] == "gpu_oom" and d["facts"]["requested"] == "2.00 GiB"
+
+
+def test_a_paste_of_frames_or_a_device_assert_is_a_failure_not_a_healthy_log(tmp_path):
+    frames = ('  File "/opt/conda/lib/python3.10/site-packages/torch/_tensor.py", line 487, in backward\n'
+              '    torch.autograd.backward(\n'
+              '  File "/opt/conda/lib/python3.10/site-packages/torch/autograd/__init__.py", line 200, in backward\n'
+              '    Variable._execution_engine.run_backward(\n')
+    assert _diagnose(tmp_path, frames)["category"] == "unknown"
+    asserts = "".join(f"../aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [118,0,0], "
+                      f"thread: [{t},0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n" for t in range(4))
+    assert _diagnose(tmp_path, asserts)["category"] == "unknown"
+
+
+def test_torchelastic_error_file_members_are_log_lines_not_code(tmp_path):
+    text = ('[ERROR] 2021-09-13 22:18:26,678 error_handler: {\n'
+            '  "message": {\n'
+            '    "message": "RendezvousConnectionError: The connection to the C10d store has failed. '
+            'See inner exception for details.",\n')
+    d = _diagnose(tmp_path, text)
+    assert d["category"] == "connection_failure" and d["evidence"][0]["line"] == 3
+    # A source line echoed in a traceback is still code, not evidence.
+    code = ('Traceback (most recent call last):\n  File "x.py", line 3, in f\n'
+            '    "RendezvousConnectionError: The connection to the C10d store has failed."\n')
+    assert _diagnose(tmp_path, code)["source"] != "rule"

@@ -101,3 +101,28 @@ def test_rules_lint_and_test_cli_on_a_user_directory(tmp_path):
     (tmp_path / "disk_full.yaml").write_text(GOOD_USER_RULE.format(pattern="quota a+c"))
     tested = run("test")
     assert tested.returncode == 1 and "disk_full.yaml" in tested.stdout and "must match" in tested.stdout
+
+
+STRUCTURE_RULE = """\
+category: env_var_missing
+rules:
+  - id: env_var_missing.site_frames
+    title: t
+    structure:
+      innermost: '{innermost}'
+      cut: {cut}
+    examples:
+      match: ["a", "b", "c"]
+      no_match: ["d", "e"]
+"""
+
+
+def test_structure_flags_and_innermost_are_validated(tmp_path):
+    (tmp_path / "env_var_missing.yaml").write_text(STRUCTURE_RULE.format(innermost="(unclosed", cut='"yes"'))
+    with pytest.raises(RuleError) as err:
+        load_rules([tmp_path])
+    text = "\n".join(err.value.problems)
+    assert "structure.cut must be true or false" in text and "bad regex" in text
+    (tmp_path / "env_var_missing.yaml").write_text(STRUCTURE_RULE.format(innermost="os\\.py:__getitem__$", cut="true"))
+    rule = [r for r in load_rules([tmp_path]).rules if r.id == "env_var_missing.site_frames"][0]
+    assert rule.structure["cut"] is True and rule.structure["innermost"].search("/usr/lib/os.py:__getitem__")
