@@ -13,6 +13,7 @@ from classifier import taxonomy
 from classifier.ranks import rank_from_path
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.ownreport import skip_own_reports
 from classifier.diagnosis.read import Warnings, byte_chunks, check_readable, display_name, read_lines
 from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
@@ -118,8 +119,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
 
     for i, path in enumerate(paths):
         file_rank = rank_from_path(path)
-        lines = normalize(_raw_lines(path, warnings, rules, chunk_size, select), index=i,
-                          file_rank=file_rank)
+        lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select),
+                                           index=i, file_rank=file_rank))
         for hit in scan(lines, index, on_line, warnings):
             if not deferred.offer(hit):
                 collector.add(hit)
