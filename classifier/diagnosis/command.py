@@ -173,8 +173,8 @@ def _exit_code(result, args):
     if args.exit_zero:
         return EXIT_FOUND
     if args.k8s_termination_log:
-        from classifier.taxonomy import k8s_exit_code
-        return k8s_exit_code(result["category"])
+        from classifier.taxonomy import diagnosis_exit_code
+        return diagnosis_exit_code(result)
     if args.tee:
         # A pass-through answers for the job it carries: a crash must not read as success.
         return EXIT_TEE_CLEAN if result["category"] == "none" else EXIT_TEE_FAILED

@@ -164,7 +164,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
                                            main["facts"]),
             "secondary": [_finding(cat, hits, ranks_seen)[0] for cat, hits in groups[1:]],
         })
-    result.update(retry_verdict(result["category"]))
+    sure = result["source"] == "rule" and result["confidence"] >= confidence_levels.FIX_FIRST
+    result.update(retry_verdict(result["category"], sure=sure))
     result["warnings"] = warnings.as_list()
     return result
 
