@@ -42,7 +42,7 @@ def _parser(subcommands=()):
                "reads stdin. "
                "Exit codes: 0 diagnosed, 1 none/unknown, 2 usage or input error; with --tee "
                "0 no failure found, 1 a failure found, 2 error.")
-    p.add_argument("files", nargs="*", metavar="FILE", help="log files (plain, .gz, .bz2, .xz) or one job directory")
+    p.add_argument("files", nargs="*", metavar="FILE", help="log files (plain, .gz, .bz2, .xz, .zst) or one job directory")
     p.add_argument("-f", "--format", choices=FORMATS,
                    default=os.environ.get("DSDIAG_FORMAT", "text"),
                    help="output format (default text; env DSDIAG_FORMAT)")
@@ -195,7 +195,10 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     if args.tee:
         from classifier.integrations.tee import tee_and_diagnose
         # The log passes through even when the rules are broken: never eat a training log.
-        result, stats = tee_and_diagnose(rules, diagnose_job)
+        try:
+            result, stats = tee_and_diagnose(rules, diagnose_job)
+        except InputError as exc:  # passed through whole, but not a log (an archive)
+            return _error(f"--tee: cannot diagnose {exc}")
         if stats.stdout_error:
             sys.stderr.write(f"dsdiag: --tee: stdout: {stats.stdout_error}; kept reading the log "
                              f"for the diagnosis ({stats.bytes_in} bytes)\n")
