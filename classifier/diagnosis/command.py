@@ -43,8 +43,9 @@ def _parser(subcommands=()):
                "Exit codes: 0 diagnosed, 1 none/unknown, 2 usage or input error; with --tee "
                "0 no failure found, 1 a failure found, 2 error.")
     p.add_argument("files", nargs="*", metavar="FILE", help="log files (plain, .gz, .bz2, .xz, .zst) or one job directory")
-    p.add_argument("-f", "--format", choices=FORMATS,
-                   default=os.environ.get("DSDIAG_FORMAT", "text"),
+    # No default here: argparse never checks a default against `choices`, so DSDIAG_FORMAT is
+    # checked by _output_format, and a typo there is an error rather than silent text.
+    p.add_argument("-f", "--format", choices=FORMATS, default=None,
                    help="output format (default text; env DSDIAG_FORMAT)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the text output (auto: on a terminal, unless NO_COLOR is set)")
@@ -79,6 +80,17 @@ def _load_rules(args):
         for problem in exc.problems:
             sys.stderr.write(problem + "\n")
         return None
+
+
+def _output_format(args):
+    """Settle --format from DSDIAG_FORMAT when not given; one line naming a bad value, or None."""
+    if args.format is not None:
+        return None
+    env = os.environ.get("DSDIAG_FORMAT", "").strip()
+    if env and env not in FORMATS:
+        return f"DSDIAG_FORMAT={env!r} is not an output format (choose from {', '.join(FORMATS)})"
+    args.format = env or "text"
+    return None
 
 
 def _check_args(args, argv):
@@ -186,7 +198,11 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     args = _parser(subcommands).parse_args(argv)
     if args.version:
         return _print_version(args)
-    problem = _check_args(args, argv)
+    problem = _output_format(args)
+    if problem and args.tee and not args.files and not sys.stdin.isatty():
+        from classifier.integrations.tee import tee_and_diagnose
+        tee_and_diagnose(None, None)  # a bad setting must not eat the training log either
+    problem = problem or _check_args(args, argv)
     if problem:
         return _error(problem)
     from classifier.diagnosis.diagnose import diagnose_job
