@@ -25,15 +25,24 @@ demo: install
 	@echo "== dsdiag $(DEMO)"
 	$(BIN)/dsdiag --color never $(DEMO) || test $$? -le 1
 
-test: install-test browser
-	$(BIN)/python -m pytest -q
+# Without a Chromium (and no way to install one) the browser test is skipped, with a note,
+# rather than failing the whole suite; every other test runs as usual.
+test: install-test
+	@if $(MAKE) -s browser; then $(BIN)/python -m pytest -q; else \
+	  echo "note: tests/jobs/test_html.py is skipped (DSDIAG_SKIP_BROWSER=1): no headless Chromium"; \
+	  DSDIAG_SKIP_BROWSER=1 $(BIN)/python -m pytest -q; fi
 
-# tests/jobs/test_html.py drives Debian's headless Chromium; install it when missing (needs root).
+# tests/jobs/test_html.py opens the triage HTML report in Debian's headless Chromium. When it is
+# missing, install it with apt-get (root only), saying what and why; fail when it cannot be had.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || \
-	  echo "note: no chromium here and not root: tests/jobs/test_html.py will fail (apt-get install chromium)"
+	@command -v chromium >/dev/null 2>&1 && exit 0; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "note: Chromium is missing and cannot be installed here (apt-get install chromium needs root and apt)"; \
+	  exit 1; fi; \
+	echo "apt-get install chromium: the Debian package of headless Chromium, which tests/jobs/test_html.py opens the triage HTML report in"; \
+	DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium && command -v chromium >/dev/null 2>&1 || \
+	{ echo "note: apt-get could not install chromium (offline? no such package?)"; exit 1; }
 
 # Retrain the fallback model on corpus/ (deterministic) and write classifier/diagnosis/model.json.
 model: install-test

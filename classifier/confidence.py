@@ -12,3 +12,9 @@ SYMPTOM = 0.6          # only a symptom (an echo of some failure) explains the j
 HEALTHY = 0.8          # `none`: no failure marker, or each one followed by a success marker
 DOUBTFUL_NONE = 0.5    # `none`, though a failure marker was seen with no line to show for it
 UNEXPLAINED = 0.3      # `unknown`: a failure that no rule explains
+NOTHING_READ = 0.0     # `none` of an empty input or one that is not text: no verdict at all
+
+# A fix-first verdict (retryable false, exit 100-119) makes a Kubernetes Job give up for good,
+# so it takes a rule's cause read whole: a symptom, a cut message or a model guess, however
+# probable, leaves the verdict open and the exit code generic.
+FIX_FIRST = CAUSE

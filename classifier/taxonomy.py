@@ -111,15 +111,33 @@ def layer_of(category: str) -> str | None:
     return row.layer if row else None
 
 
-def retry_verdict(category: str) -> dict:
-    """Return the JSON fields {retryable: bool or None, retry_reason: str} for a category."""
+def retry_verdict(category: str, sure: bool = True) -> dict:
+    """Return the JSON fields {retryable: bool or None, retry_reason: str} for a category.
+
+    `sure` False (not a rule's whole cause, see confidence.FIX_FIRST) withholds a fix-first
+    verdict: giving up on a job for good needs proof, a retry does not.
+    """
     row = CATEGORIES.get(category) or OUTCOMES.get(category)
     if row is None:
         return {"retryable": None, "retry_reason": "unrecognised category"}
+    if row.retryable is False and not sure:
+        return {"retryable": None,
+                "retry_reason": "fix first if this diagnosis holds, but it rests on a symptom, a cut "
+                                "message or the text model, not on a rule's whole cause: the exit "
+                                "code stays the generic failure code"}
     return {"retryable": row.retryable, "retry_reason": row.retry_reason}
 
 
 def k8s_exit_code(category: str) -> int:
-    """The exit code `--k8s-termination-log` ends with for this category (1 if unlisted)."""
+    """The exit code of a category's row (1 if unlisted)."""
     row = CATEGORIES.get(category) or OUTCOMES.get(category)
     return row.exit_code if row else OUTCOMES[UNKNOWN].exit_code
+
+
+def diagnosis_exit_code(diagnosis: dict) -> int:
+    """The code `--k8s-termination-log` ends with: the category's, but the generic failure
+    code (unknown's 1) for a fix-first category whose verdict was withheld (retryable null)."""
+    row = CATEGORIES.get(diagnosis["category"])
+    if row is not None and row.retryable is False and diagnosis.get("retryable") is not False:
+        return OUTCOMES[UNKNOWN].exit_code
+    return k8s_exit_code(diagnosis["category"])

@@ -254,3 +254,31 @@ def test_help_lists_the_subcommands_in_its_usage():
     usage = out.split("\n\n")[0]
     for name in ("triage", "check-config", "env", "slurm-annotate", "rules", "eval"):
         assert name in usage
+
+
+def test_a_bad_dsdiag_format_is_an_error_not_silent_text():
+    proc = run_dsdiag(stdin=b"step 1\n", env={"DSDIAG_FORMAT": "jsno"})
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b"" and err.count("\n") == 1
+    assert "DSDIAG_FORMAT" in err and "jsno" in err and "json" in err
+    ok = run_dsdiag(stdin=b"step 1\n", env={"DSDIAG_FORMAT": "json"})
+    assert ok.returncode == 1 and json.loads(ok.stdout)["category"] == "none"
+    # --format on the command line wins over the environment, as usual.
+    assert run_dsdiag("-f", "text", stdin=b"step 1\n", env={"DSDIAG_FORMAT": "jsno"}).returncode == 1
+
+
+def test_a_bad_dsdiag_format_under_tee_still_passes_the_log_through():
+    data = b"[rank0]: step 1 loss 2.0\n" * 1000
+    proc = run_dsdiag("--tee", stdin=data, env={"DSDIAG_FORMAT": "bogus"})
+    assert proc.stdout == data and proc.returncode == 2
+    assert proc.stderr.decode().count("\n") == 1
+
+
+def test_eval_of_a_directory_without_cases_exits_2(tmp_path):
+    proc = run_dsdiag("eval", tmp_path)
+    assert proc.returncode == 2 and "no cases" in proc.stderr.decode()
+    (tmp_path / "job.log").write_text("RuntimeError: boom\n")  # a log without its label
+    proc = run_dsdiag("eval", tmp_path)
+    assert proc.returncode == 2 and proc.stderr.decode().count("\n") == 1
+    (tmp_path / "job.yaml").write_text("label: unknown\nevidence_lines: [1]\norigin: synthesized\n")
+    assert run_dsdiag("eval", tmp_path).returncode == 0

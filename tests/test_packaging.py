@@ -31,3 +31,16 @@ def test_wheel_ships_rules_and_diagnoses_outside_the_checkout(tmp_path):
     probe = subprocess.run([sys.executable, "-c", "import classifier.rules.load as r; print(r.builtin_rules_dir())"],
                            capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(site)})
     assert probe.stdout.strip().startswith(str(site))
+
+
+def test_the_build_prints_no_deprecation_warning(tmp_path):
+    # `make demo` builds the package; setuptools warns on every build about a license table.
+    script = ("import setuptools.build_meta as backend, sys; "
+              "print(backend.prepare_metadata_for_build_wheel(sys.argv[1]))")
+    proc = subprocess.run([sys.executable, "-W", "always", "-c", script, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    noise = proc.stdout + proc.stderr
+    assert "deprecat" not in noise.lower() and "Warning" not in noise, noise[-2000:]
+    metadata = next(tmp_path.glob("*.dist-info")) / "METADATA"
+    assert "License-Expression: Apache-2.0" in metadata.read_text()

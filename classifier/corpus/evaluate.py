@@ -145,6 +145,10 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"dsdiag: error: {args.path}: not a directory\n")
         return 2
     s = evaluate(args.path)
+    if not s["cases"]:  # scoring nothing is not a pass: a wrong path would turn CI green
+        sys.stderr.write(f"dsdiag: error: {args.path}: no cases (NAME.log or NAME.log.gz with a "
+                         f"NAME.yaml that holds `label`)\n")
+        return 2
     if args.format == "json":
         json.dump(s, sys.stdout, indent=2)
         sys.stdout.write("\n")

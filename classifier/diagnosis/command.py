@@ -4,6 +4,9 @@ Exit codes (the contract schedulers rely on):
   0   a failure category was diagnosed
   1   nothing diagnosed: the log looks healthy (`none`) or no rule explains it (`unknown`)
   2   usage error, unreadable input, or invalid rule files
+With --tee the pass-through answers for the job instead: 0 no failure found, 1 a failure found
+(diagnosed or unknown), 2 dsdiag's own errors, so `set -o pipefail`, `&&` and Slurm's job
+state see the training's outcome, not the diagnosis's.
 With --k8s-termination-log the per-category codes of classifier.taxonomy apply instead (0 none,
 1 unknown, 80-89 retryable, 100-119 fix first), for a podFailurePolicy.
 
@@ -18,6 +21,7 @@ import sys
 from classifier.render import FORMATS
 
 EXIT_FOUND, EXIT_NOTHING, EXIT_ERROR = 0, 1, 2
+EXIT_TEE_CLEAN, EXIT_TEE_FAILED = 0, 1
 K8S_OPTION = "--k8s-termination-log"
 
 
@@ -36,10 +40,12 @@ def _parser(subcommands=()):
         epilog="Several files are read as the ranks of one job, and so are the log files of a "
                "directory (rank files, Slurm %t outputs, torchrun --log-dir); '-' or no file "
                "reads stdin. "
-               "Exit codes: 0 diagnosed, 1 none/unknown, 2 usage or input error.")
-    p.add_argument("files", nargs="*", metavar="FILE", help="log files (plain, .gz, .bz2, .xz) or one job directory")
-    p.add_argument("-f", "--format", choices=FORMATS,
-                   default=os.environ.get("DSDIAG_FORMAT", "text"),
+               "Exit codes: 0 diagnosed, 1 none/unknown, 2 usage or input error; with --tee "
+               "0 no failure found, 1 a failure found, 2 error.")
+    p.add_argument("files", nargs="*", metavar="FILE", help="log files (plain, .gz, .bz2, .xz, .zst) or one job directory")
+    # No default here: argparse never checks a default against `choices`, so DSDIAG_FORMAT is
+    # checked by _output_format, and a typo there is an error rather than silent text.
+    p.add_argument("-f", "--format", choices=FORMATS, default=None,
                    help="output format (default text; env DSDIAG_FORMAT)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the text output (auto: on a terminal, unless NO_COLOR is set)")
@@ -49,7 +55,7 @@ def _parser(subcommands=()):
                    help="extra rule directory; its rules add to the built-in categories (env DSDIAG_RULES_DIR)")
     p.add_argument("--tee", action="store_true",
                    help="pass stdin through to stdout byte for byte, then write the diagnosis "
-                        "to stderr (or --report) and exit with its code")
+                        "to stderr (or --report); exit 0 when no failure was found, 1 when one was")
     p.add_argument("--report", metavar="FILE",
                    help="write the diagnosis to FILE instead of stdout (stderr with --tee)")
     p.add_argument(K8S_OPTION, nargs="?", const="/dev/termination-log", metavar="PATH",
@@ -74,6 +80,17 @@ def _load_rules(args):
         for problem in exc.problems:
             sys.stderr.write(problem + "\n")
         return None
+
+
+def _output_format(args):
+    """Settle --format from DSDIAG_FORMAT when not given; one line naming a bad value, or None."""
+    if args.format is not None:
+        return None
+    env = os.environ.get("DSDIAG_FORMAT", "").strip()
+    if env and env not in FORMATS:
+        return f"DSDIAG_FORMAT={env!r} is not an output format (choose from {', '.join(FORMATS)})"
+    args.format = env or "text"
+    return None
 
 
 def _check_args(args, argv):
@@ -111,16 +128,35 @@ def _expand_job_dirs(paths):
     return out
 
 
-def _emit(result, args, stream):
-    """Render the diagnosis; redacted unless it is text on a terminal or --no-redact."""
+def _emit(result, args, stream, fenced=False):
+    """Render the diagnosis; redacted unless it is text on a terminal or --no-redact.
+
+    `fenced` wraps it in the marker lines dsdiag skips when it reads a log (ownreport.py).
+    """
     from classifier.render import render
     on_terminal = args.format == "text" and stream.isatty()
     if not args.no_redact and not on_terminal:
         from classifier.redact import redact_diagnosis
         result = redact_diagnosis(result)
     color = {"always": True, "never": False}.get(args.color)
-    render(result, args.format, stream, color=color)
+    if fenced:
+        import io
+        from classifier.diagnosis.ownreport import fence
+        buffer = io.StringIO()
+        render(result, args.format, buffer, color=color)
+        stream.write(fence(buffer.getvalue()))
+    else:
+        render(result, args.format, stream, color=color)
     stream.flush()
+
+
+def _is_regular_file(stream):
+    """Is `stream` a regular file (Slurm's slurm-%j.out, a `2>>` log), not a terminal or pipe?"""
+    import stat
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _write_termination_log(result, args):
@@ -149,8 +185,11 @@ def _exit_code(result, args):
     if args.exit_zero:
         return EXIT_FOUND
     if args.k8s_termination_log:
-        from classifier.taxonomy import k8s_exit_code
-        return k8s_exit_code(result["category"])
+        from classifier.taxonomy import diagnosis_exit_code
+        return diagnosis_exit_code(result)
+    if args.tee:
+        # A pass-through answers for the job it carries: a crash must not read as success.
+        return EXIT_TEE_CLEAN if result["category"] == "none" else EXIT_TEE_FAILED
     return EXIT_NOTHING if result["category"] in ("none", "unknown") else EXIT_FOUND
 
 
@@ -159,7 +198,11 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     args = _parser(subcommands).parse_args(argv)
     if args.version:
         return _print_version(args)
-    problem = _check_args(args, argv)
+    problem = _output_format(args)
+    if problem and args.tee and not args.files and not sys.stdin.isatty():
+        from classifier.integrations.tee import tee_and_diagnose
+        tee_and_diagnose(None, None)  # a bad setting must not eat the training log either
+    problem = problem or _check_args(args, argv)
     if problem:
         return _error(problem)
     from classifier.diagnosis.diagnose import diagnose_job
@@ -168,7 +211,10 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     if args.tee:
         from classifier.integrations.tee import tee_and_diagnose
         # The log passes through even when the rules are broken: never eat a training log.
-        result, stats = tee_and_diagnose(rules, diagnose_job)
+        try:
+            result, stats = tee_and_diagnose(rules, diagnose_job)
+        except InputError as exc:  # passed through whole, but not a log (an archive)
+            return _error(f"--tee: cannot diagnose {exc}")
         if stats.stdout_error:
             sys.stderr.write(f"dsdiag: --tee: stdout: {stats.stdout_error}; kept reading the log "
                              f"for the diagnosis ({stats.bytes_in} bytes)\n")
@@ -188,8 +234,12 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         if args.report:
             with open(args.report, "w", encoding="utf-8") as fh:
                 _emit(result, args, fh)
+        elif args.tee:
+            # stderr that is a file may be the job's own log (Slurm joins stdout and stderr
+            # into slurm-%j.out): fence the report so the epilog's diagnosis skips it.
+            _emit(result, args, sys.stderr, fenced=_is_regular_file(sys.stderr))
         else:
-            _emit(result, args, sys.stderr if args.tee else sys.stdout)
+            _emit(result, args, sys.stdout)
     except BrokenPipeError:
         raise
     except OSError as exc:

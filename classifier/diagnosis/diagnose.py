@@ -13,6 +13,7 @@ from classifier import taxonomy
 from classifier.ranks import rank_from_path
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.ownreport import skip_own_reports
 from classifier.diagnosis.read import Warnings, byte_chunks, check_readable, display_name, read_lines
 from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
@@ -118,8 +119,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
 
     for i, path in enumerate(paths):
         file_rank = rank_from_path(path)
-        lines = normalize(_raw_lines(path, warnings, rules, chunk_size, select), index=i,
-                          file_rank=file_rank)
+        lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select),
+                                           index=i, file_rank=file_rank))
         for hit in scan(lines, index, on_line, warnings):
             if not deferred.offer(hit):
                 collector.add(hit)
@@ -142,6 +143,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         outside = bool(reader_steps(unexplained or signals.final_error(), records))
         guess = _model_guess(region, rules) if signals.failed and use_model and not outside else None
         result.update(guess or _no_rule_result(signals, unexplained, records))
+        _judge_what_was_read(result, signals, warnings)
     else:
         groups = group_by_category(collector.hits, winner)
         main, rule = _finding(groups[0][0], groups[0][1], ranks_seen)
@@ -163,9 +165,33 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
                                            main["facts"]),
             "secondary": [_finding(cat, hits, ranks_seen)[0] for cat, hits in groups[1:]],
         })
-    result.update(retry_verdict(result["category"]))
+        if warnings.looks_binary():
+            warnings.add("not_text", "most of the input is not text; the diagnosis rests on the text "
+                                     "lines found in it")
+    sure = result["source"] == "rule" and result["confidence"] >= confidence_levels.FIX_FIRST
+    result.update(retry_verdict(result["category"], sure=sure))
     result["warnings"] = warnings.as_list()
     return result
+
+
+def _judge_what_was_read(result, signals, warnings):
+    """No rule spoke: an empty or binary input is no evidence of health (confidence 0), and a
+    log that stops while training, with nothing saying the run finished, is a doubtful `none`."""
+    if not signals.last_lineno or warnings.looks_binary():
+        code, why = ("empty_input", "the input is empty") if not signals.last_lineno else \
+            ("not_text", "the input is not text (binary data, or an unknown compression)")
+        warnings.add(code, f"nothing to diagnose: {why}")
+        result.update({
+            "category": taxonomy.NONE, "layer": None, "title": f"Nothing to diagnose: {why}",
+            "source": "none", "rule": None, "confidence": confidence_levels.NOTHING_READ,
+            "evidence": [], "facts": {}, "remediation": [], "secondary": [],
+        })
+    elif result["category"] == taxonomy.NONE and signals.ends_mid_run():
+        warnings.add("ends_mid_run", "no failure found, but the log ends without the run "
+                     "finishing: its last lines report training steps and nothing after them "
+                     "says it finished (killed without a word, preempted, or copied mid-run)")
+        result["title"] = "No failure found, but the log ends without the run finishing"
+        result["confidence"] = min(result["confidence"], confidence_levels.DOUBTFUL_NONE)
 
 
 def _first_unexplained_exception(hits, signals):

@@ -10,6 +10,7 @@ import codecs
 import gzip
 import lzma
 import os
+import re
 import stat
 import sys
 import zlib
@@ -24,7 +25,22 @@ _MAGIC = (
     (b"\x1f\x8b", "gzip"),
     (b"BZh", "bz2"),
     (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"PK\x03\x04", "zip"),
+    (b"PK\x05\x06", "zip"),      # an empty zip
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
 )
+# Archives hold many files with their names; which one is the log is the user's call, so they
+# are refused (exit 2) rather than guessed at or read as bytes.
+ARCHIVES = ("zip", "7z")
+ZSTD_READ = 1 << 16  # compressed bytes per step: a log inflates 10-20x, memory stays bounded
+
+# Text-likeness is judged on the first SAMPLE_CHARS characters a job's inputs decode to (NULs
+# dropped: crashed nodes pad logs with them): above NOT_TEXT_SHARE of replacement or control
+# characters, it is not a log. Random or compressed bytes score about half.
+SAMPLE_CHARS = 256 * 1024
+NOT_TEXT_SHARE = 0.3
+_CONTROL = re.compile(r"[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")  # tab, LF, FF, CR, ESC are text
 
 
 class InputError(Exception):
@@ -36,6 +52,9 @@ class Warnings:
 
     def __init__(self) -> None:
         self._items = {}
+        # The reader's sample of the text it decoded: does the input read as text at all?
+        self.sampled_chars = 0
+        self.odd_chars = 0
 
     def add(self, code: str, message: str) -> None:
         """Record one occurrence of a warning code."""
@@ -43,6 +62,10 @@ class Warnings:
             self._items[code][1] += 1
         else:
             self._items[code] = [message, 1]
+
+    def looks_binary(self) -> bool:
+        """True when the sampled text is mostly replacement and control characters."""
+        return self.sampled_chars > 0 and self.odd_chars > NOT_TEXT_SHARE * self.sampled_chars
 
     def as_list(self) -> list[dict[str, str]]:
         """Return the warnings as [{code, message}] in first-seen order."""
@@ -99,6 +122,48 @@ def _sniff(head):
     return None
 
 
+class _Zstd:
+    """A zstd stream read like GzipFile: frames one after another (`cat a.zst b.zst`), and a
+    stream that stops inside a frame raises EOFError (zstandard's own reader says nothing)."""
+
+    def __init__(self, raw, name):
+        try:
+            import zstandard
+        except ImportError:
+            raise InputError(f"{name}: zstd-compressed, and the zstandard package is missing "
+                             f"(pip install zstandard)") from None
+        self._zstd = zstandard
+        self._raw = raw
+        self._obj = zstandard.ZstdDecompressor().decompressobj()
+        self._in_frame = False
+
+    def read(self, n=-1):
+        while True:
+            block = self._raw.read(ZSTD_READ)
+            if not block:
+                if self._in_frame:
+                    raise EOFError("the last zstd frame is cut")
+                return b""
+            try:
+                out = self._feed(block)
+            except self._zstd.ZstdError as exc:
+                raise EOFError(str(exc)) from None
+            if out:
+                return out
+
+    read1 = read
+
+    def _feed(self, block):
+        out = []
+        while block:
+            if self._obj.eof:
+                self._obj = self._zstd.ZstdDecompressor().decompressobj()
+            out.append(self._obj.decompress(block))
+            block = self._obj.unused_data if self._obj.eof else b""
+        self._in_frame = not self._obj.eof
+        return b"".join(out)
+
+
 class _Peeked:
     """A binary stream with its first bytes already read (stdin cannot seek back)."""
 
@@ -127,8 +192,13 @@ def byte_chunks(path: str, warnings: Warnings,
         raise InputError(f"{display_name(path)}: {exc.strerror or exc}") from None
     try:
         kind = _sniff(head)
+        if kind in ARCHIVES:
+            raise InputError(f"{display_name(path)}: a {kind} archive, not a log: unpack it and "
+                             f"give dsdiag the log files or their directory")
         stream = _Peeked(head, raw)
-        if kind == "gzip":
+        if kind == "zstd":
+            stream = _Zstd(stream, display_name(path))
+        elif kind == "gzip":
             stream = gzip.GzipFile(fileobj=stream)
         elif kind == "bz2":
             stream = bz2.BZ2File(stream)
@@ -169,6 +239,9 @@ def decode_line(line_bytes: bytes, source: str, warnings: Warnings) -> str:
         warnings.add("nul_bytes", f"{source}: NUL bytes ignored")
         line_bytes = line_bytes.replace(b"\x00", b"")
     text = line_bytes.decode("utf-8", errors="replace")
+    if warnings.sampled_chars < SAMPLE_CHARS:
+        warnings.sampled_chars += len(text)
+        warnings.odd_chars += len(_CONTROL.findall(text))
     if text.endswith("\r"):
         text = text.rstrip("\r")
     return text

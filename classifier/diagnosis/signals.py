@@ -5,15 +5,17 @@ explain; its final exception is the evidence) and `none` (a healthy log). They a
 torchelastic's "Root Cause (first observed failure)" summary, which names the failing rank.
 """
 
+from collections import deque
 from typing import TYPE_CHECKING
 
-from classifier.vocabulary import (ECHO, EXCEPTION_LINE, OTHER_FAILURE, ROOT_CAUSE, ROOT_FIELD,
-                                  ROOT_FIELD_LINES, SUCCESS)
+from classifier.vocabulary import (ECHO, EXCEPTION_LINE, OTHER_FAILURE, PROGRESS, ROOT_CAUSE,
+                                  ROOT_FIELD, ROOT_FIELD_LINES, RUN_END, SUCCESS)
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
 
 MAX_EXCEPTIONS = 256
+END_LINES = 40  # an input's last non-empty lines, where a run that finished says so
 
 
 class FailureSignals:
@@ -31,6 +33,7 @@ class FailureSignals:
         self.exceptions = []           # the first real (non-echo) exception lines, bounded
         self._last_failure = {}        # source -> line number of its last failure marker
         self._last_success = {}        # source -> line number of its last success marker
+        self._tails = {}               # source -> its last END_LINES messages
 
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
@@ -38,6 +41,10 @@ class FailureSignals:
         if not msg:
             return
         self.last_lineno[line.source] = line.lineno
+        tail = self._tails.get(line.source)
+        if tail is None:
+            tail = self._tails[line.source] = deque(maxlen=END_LINES)
+        tail.append(msg)
         if self._root_left:
             self._root_left -= 1
             m = ROOT_FIELD.match(msg)
@@ -73,6 +80,22 @@ class FailureSignals:
         """True when every file that shows a failure ends with a success marker after it."""
         return bool(self._last_failure) and all(
             self._last_success.get(src, 0) > lineno for src, lineno in self._last_failure.items())
+
+    def ends_mid_run(self) -> bool:
+        """True when an input's last lines report training steps with no sign of the run
+        finishing after them, and no input's last lines say it finished."""
+        stopped = False
+        for tail in self._tails.values():
+            state = None
+            for msg in tail:
+                if RUN_END.search(msg):
+                    state = "finished"
+                elif PROGRESS.search(msg):
+                    state = "training"
+            if state == "finished":
+                return False
+            stopped = stopped or state == "training"
+        return stopped
 
     def final_error(self) -> "Line | None":
         """The line that best states the failure when no rule explains it."""

@@ -14,7 +14,7 @@ the exit codes of the category table (classifier/taxonomy.py), which a Job's `po
 import os
 from typing import Any
 
-from classifier.taxonomy import k8s_exit_code
+from classifier.taxonomy import diagnosis_exit_code
 
 DEFAULT_PATH = "/dev/termination-log"
 MAX_BYTES = 4096
@@ -40,7 +40,7 @@ def termination_message(d: dict[str, Any], limit: int = MAX_BYTES) -> str:
     retryable = d.get("retryable")
     verdict = {True: "retryable", False: "fix first"}.get(retryable, "no verdict")
     layer = f" [{d['layer']}]" if d.get("layer") else ""
-    lines = [f"dsdiag: {category}{layer} {verdict} (exit {k8s_exit_code(category)})",
+    lines = [f"dsdiag: {category}{layer} {verdict} (exit {diagnosis_exit_code(d)})",
              _clip(d.get("title", ""))]
     if d.get("evidence"):
         ev = d["evidence"][0]

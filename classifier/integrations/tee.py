@@ -141,7 +141,12 @@ def diagnose_spill(spill: IO[bytes], rules: "RuleSet",
     spill.seek(0)
     proc_path = f"/proc/self/fd/{spill.fileno()}"
     if os.path.exists(proc_path):
-        return _rename_source(diagnose_job([proc_path], rules), proc_path, "<stdin>")
+        try:
+            return _rename_source(diagnose_job([proc_path], rules), proc_path, "<stdin>")
+        except Exception as exc:  # an input error (an archive piped in) names the input too
+            if proc_path in str(exc):
+                raise type(exc)(str(exc).replace(proc_path, "<stdin>")) from None
+            raise
     saved = sys.stdin
     sys.stdin = _SpillAsStdin(spill)
     try:

@@ -68,12 +68,14 @@ def test_truncated_gzip_gives_a_partial_result_and_a_warning(tmp_path):
     assert "truncated_input" in {w["code"] for w in d["warnings"]}
 
 
-@pytest.mark.parametrize("how", ["file", "stdin"])
-def test_empty_input_is_none(tmp_path, how):
+@pytest.mark.parametrize("how", ["file", "stdin", "blank lines"])
+def test_empty_input_is_a_none_without_confidence(tmp_path, how):
+    # An empty log is no evidence of a healthy run: a failed job's output may simply be gone.
     path = tmp_path / "empty.log"
-    path.write_bytes(b"")
-    code, d = diagnose_json(path) if how == "file" else diagnose_json(stdin=b"")
-    assert (code, d["category"]) == (1, "none")
+    path.write_bytes(b"\n \n\n" if how == "blank lines" else b"")
+    code, d = diagnose_json(path) if how != "stdin" else diagnose_json(stdin=b"")
+    assert (code, d["category"], d["confidence"]) == (1, "none", 0.0)
+    assert [w["code"] for w in d["warnings"]] == ["empty_input"]
 
 
 def test_unreadable_file_is_a_one_line_error(tmp_path):
@@ -137,3 +139,84 @@ def test_warning_list_is_part_of_json(tmp_path):
     path.write_bytes(b"\x00" + OOM + b"\n")
     _, d = diagnose_json(path)
     assert json.dumps(d["warnings"]) and d["warnings"][0]["code"] == "nul_bytes"
+
+
+def _random_bytes(n, seed=0):
+    import random
+    return random.Random(seed).randbytes(n)
+
+
+@pytest.mark.parametrize("name,data", [
+    ("random.bin", _random_bytes(50000)),
+    ("model.pt.gz", gzip.compress(_random_bytes(50000, seed=1))),        # binary inside gzip
+    ("core", b"\x7fELF\x02\x01\x01" + _random_bytes(30000, seed=2)),
+    ("image.png", b"\x89PNG\r\n\x1a\n" + _random_bytes(20000, seed=3)),
+])
+def test_input_that_is_not_text_is_a_none_without_confidence(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data)
+    code, d = diagnose_json(path)
+    assert (code, d["category"], d["confidence"]) == (1, "none", 0.0)
+    assert "not_text" in {w["code"] for w in d["warnings"]}
+    assert d["title"].startswith("Nothing to diagnose")
+
+
+def test_a_log_with_nul_padding_and_a_binary_tail_is_still_text(tmp_path):
+    # A node that crashed leaves NUL padding; a log may end in a few garbage bytes.
+    path = tmp_path / "crashed.log"
+    path.write_bytes(DEMO.read_bytes() + b"\x00" * 100000 + _random_bytes(2000))
+    code, d = diagnose_json(path)
+    assert (code, d["category"], d["confidence"]) == (0, "gpu_oom", 0.9)
+    assert "not_text" not in {w["code"] for w in d["warnings"]}
+
+
+@pytest.mark.parametrize("name,magic", [("logs.zip", None), ("logs.7z", b"7z\xbc\xaf\x27\x1c")])
+def test_an_archive_is_refused_in_one_line_exit_2(tmp_path, name, magic):
+    import zipfile
+    path = tmp_path / name
+    if magic is None:
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.write(DEMO, "rank3.log")
+    else:
+        path.write_bytes(magic + _random_bytes(1000))
+    proc = run_dsdiag(path)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert str(path) in err and "archive" in err and "unpack" in err
+    tee = run_dsdiag("--tee", stdin=path.read_bytes())  # passed through, then refused
+    assert tee.returncode == 2 and tee.stdout == path.read_bytes()
+    assert tee.stderr.decode().count("\n") == 1 and "<stdin>: a " in tee.stderr.decode()
+
+
+def test_zstd_is_read_like_gzip(tmp_path):
+    zstandard = pytest.importorskip("zstandard")  # a declared dependency: present in every install
+    data = zstandard.ZstdCompressor().compress(DEMO.read_bytes())
+    path = tmp_path / "job.log.zst"
+    path.write_bytes(data)
+    _, plain = diagnose_json(DEMO)
+    for how in ("file", "stdin"):
+        code, d = diagnose_json(path) if how == "file" else diagnose_json(stdin=data)
+        assert (code, d["category"]) == (0, "gpu_oom")
+        assert [e["line"] for e in d["evidence"]] == [e["line"] for e in plain["evidence"]]
+        assert d["warnings"] == []
+    # `zstd` streams of several frames (`cat a.zst b.zst`) read as one log.
+    lines = DEMO.read_bytes().splitlines(keepends=True)
+    frames = b"".join(zstandard.ZstdCompressor().compress(b"".join(lines[i:i + 50]))
+                      for i in range(0, len(lines), 50))
+    path.write_bytes(frames)
+    _, d = diagnose_json(path)
+    assert [e["line"] for e in d["evidence"]] == [e["line"] for e in plain["evidence"]]
+
+
+def test_a_cut_zstd_stream_gives_a_partial_result_and_a_warning(tmp_path):
+    zstandard = pytest.importorskip("zstandard")
+    # Lines that do not compress away, so the frame holds many blocks and the first ones decode.
+    noise = b"".join(b"[rank0]: step %d digest %s\n" % (i, _random_bytes(16, i).hex().encode())
+                     for i in range(20000))
+    body = DEMO.read_bytes() + noise
+    data = zstandard.ZstdCompressor().compress(body)
+    path = tmp_path / "cut.log.zst"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    code, d = diagnose_json(path)
+    assert (code, d["category"]) == (0, "gpu_oom")
+    assert "truncated_input" in {w["code"] for w in d["warnings"]}

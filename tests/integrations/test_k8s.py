@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from classifier import taxonomy
+from classifier import confidence, taxonomy
 from classifier.integrations.k8s import MAX_BYTES, termination_message
 from classifier.taxonomy import (ALL_IDS, CATEGORIES, FIX_FIRST_BAND, RETRYABLE_BAND,
                                  k8s_exit_code, retry_verdict)
@@ -159,3 +159,42 @@ def test_the_manifest_script_exits_as_documented(tmp_path, launcher, want):
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == want, proc.stderr.decode()
     assert (tmp_path / "term").read_text().startswith("dsdiag: ")
+
+
+# A rank ended by SIGKILL and nothing else: host_oom's symptom rule, 0.6 (it may as well have
+# been a time limit or an operator's kill).
+BARE_SIGKILL = (b"[2024-05-01 10:00:00,000] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 4242\n"
+                b"[2024-05-01 10:00:01,000] [ERROR] [launch.py:321:sigkill_handler] ['python', "
+                b"'train.py'] exits with return code = -9\n")
+# The text model's 0.88 guess of batch_size_mismatch on a real paste no rule explains.
+MODEL_GUESS = ROOT / "corpus" / "public" / "batch_size_mismatch" / "gensyn-ai__rl-swarm__240.log"
+
+
+def test_a_symptom_does_not_fail_the_job_for_good(tmp_path):
+    term = tmp_path / "term"
+    proc = run_dsdiag(f"--k8s-termination-log={term}", "--format", "json", stdin=BARE_SIGKILL)
+    import json
+    d = json.loads(proc.stdout)
+    assert taxonomy.CATEGORIES[d["category"]].retryable is False, d["category"]  # a fix-first row
+    assert d["source"] == "rule" and d["confidence"] < confidence.FIX_FIRST
+    assert d["retryable"] is None and "symptom" in d["retry_reason"]
+    assert proc.returncode == taxonomy.OUTCOMES["unknown"].exit_code
+    assert proc.returncode not in FIX_FIRST_BAND
+    assert term.read_text().splitlines()[0].endswith("no verdict (exit 1)")
+
+
+def test_a_model_guess_does_not_fail_the_job_for_good(tmp_path):
+    term = tmp_path / "term"
+    proc = run_dsdiag(f"--k8s-termination-log={term}", "--format", "json", MODEL_GUESS)
+    import json
+    d = json.loads(proc.stdout)
+    assert d["source"] == "model" and d["confidence"] >= confidence.FIX_FIRST - 0.05
+    assert taxonomy.CATEGORIES[d["category"]].retryable is False
+    assert d["retryable"] is None and proc.returncode == 1
+
+
+def test_a_whole_rule_cause_still_fails_the_job():
+    proc = run_dsdiag("--k8s-termination-log=/dev/null", DEMO)
+    assert proc.returncode == k8s_exit_code("gpu_oom") and proc.returncode in FIX_FIRST_BAND
+    _, d = diagnose_json(DEMO)
+    assert d["confidence"] >= confidence.FIX_FIRST and d["retryable"] is False

@@ -9,7 +9,7 @@ import sys
 import time
 
 from classifier.integrations.tee import copy_stream
-from conftest import DEMO, ROOT, default_sigint, run_dsdiag
+from conftest import DEMO, ROOT, default_sigint, diagnose_json, run_dsdiag
 
 HOSTILE_TAIL = b"\xff\xfe bad utf-8 \xc3\n\x00\x00NUL line\r\nlast line without newline"
 
@@ -35,11 +35,11 @@ def _read_until(fd, want, timeout):
     return got
 
 
-def test_pass_through_is_byte_for_byte_and_exit_code_is_the_diagnosis(tmp_path):
+def test_pass_through_is_byte_for_byte_and_a_crash_exits_1(tmp_path):
     data = DEMO.read_bytes() + HOSTILE_TAIL
     proc = run_dsdiag("--tee", stdin=data)
     assert proc.stdout == data
-    assert proc.returncode == 0
+    assert proc.returncode == 1
     assert proc.stderr.decode().startswith("gpu_oom")
 
 
@@ -51,15 +51,17 @@ def test_pass_through_to_a_file_and_report_file(tmp_path):
                       stdout=out, stderr=subprocess.PIPE)
         _, err = proc.communicate(data, timeout=60)
     assert log.read_bytes() == data
-    assert proc.returncode == 0 and err == b""
+    assert proc.returncode == 1 and err == b""
     d = json.loads(report.read_text())
     assert d["category"] == "gpu_oom" and d["evidence"][0]["file"] == "<stdin>"
     assert d["evidence"][0]["line"] == 185 and d["retryable"] is False
 
 
-def test_healthy_log_exits_1_like_a_plain_run():
-    proc = run_dsdiag("--tee", stdin=b"step 1 loss 2.0\nstep 2 loss 1.9\n")
-    assert proc.stdout == b"step 1 loss 2.0\nstep 2 loss 1.9\n" and proc.returncode == 1
+def test_healthy_log_exits_0_unlike_a_plain_run():
+    data = b"step 1 loss 2.0\nstep 2 loss 1.9\ntraining complete\n"
+    proc = run_dsdiag("--tee", stdin=data)
+    assert proc.stdout == data and proc.returncode == 0
+    assert run_dsdiag(stdin=data).returncode == 1  # the plain command keeps its own codes
 
 
 def test_lines_and_partial_lines_pass_through_live():
@@ -73,7 +75,7 @@ def test_lines_and_partial_lines_pass_through_live():
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
-    assert proc.returncode == 1
+    assert proc.returncode == 0
 
 
 def test_reader_closing_early_loses_nothing_for_the_diagnosis():
@@ -91,7 +93,7 @@ def test_reader_closing_early_loses_nothing_for_the_diagnosis():
     err = proc.stderr.read()
     proc.wait(timeout=60)
     assert head and data.startswith(head)
-    assert proc.returncode == 0
+    assert proc.returncode == 1
     text = err.decode()
     assert "stdout: Broken pipe" in text
     d = json.loads(text[text.index("{"):])
@@ -109,7 +111,7 @@ def test_writer_dying_mid_line_keeps_the_partial_line(tmp_path):
     writer.wait(timeout=10)
     assert writer.returncode == -signal.SIGKILL
     assert log.read_bytes() == DEMO.read_bytes() + b"RuntimeError: half a li"
-    assert proc.returncode == 0 and err.decode().startswith("gpu_oom")
+    assert proc.returncode == 1 and err.decode().startswith("gpu_oom")
 
 
 def test_first_ctrl_c_keeps_draining_the_dying_writer():
@@ -124,7 +126,7 @@ def test_first_ctrl_c_keeps_draining_the_dying_writer():
     err = proc.stderr.read()
     proc.wait(timeout=60)
     assert rest == DEMO.read_bytes()
-    assert proc.returncode == 0 and err.decode().startswith("gpu_oom")
+    assert proc.returncode == 1 and err.decode().startswith("gpu_oom")
 
 
 def test_spill_leaves_no_file_behind(tmp_path):
@@ -185,3 +187,61 @@ def test_copy_stream_goes_on_when_the_spill_disk_is_full():
     os.close(out_r)
     assert bytes(got) == payload and stats.reached_eof
     assert stats.spill_error and stats.spilled == 0 and stats.bytes_in == len(payload)
+
+
+def _pipeline(script, tmp_path, log):
+    """Run a bash pipeline with `dsdiag` on PATH (this interpreter); return the exit status."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    shim = bindir / "dsdiag"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m classifier "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", LOG=str(log), PYTHONPATH=str(ROOT))
+    return subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, timeout=120,
+                          capture_output=True)
+
+
+def test_pipefail_sees_a_crash_as_failure_and_a_clean_run_as_success(tmp_path):
+    # The README's idiom: with pipefail the pipeline's status is the last non-zero one, so a
+    # crash the launcher does not report (exit 0) still fails the script through dsdiag.
+    healthy = tmp_path / "healthy.log"
+    healthy.write_bytes(b"[rank0]: step 1 loss 2.0\n[rank0]: step 2 loss 1.9\n"
+                        b"[INFO] [launch.py:351:main] Process 17 exits successfully.\n")
+    script = 'set -o pipefail; cat "$LOG" | dsdiag --tee > train.log 2>report.txt'
+    crashed = _pipeline(script, tmp_path, DEMO)
+    assert crashed.returncode == 1
+    assert (tmp_path / "train.log").read_bytes() == DEMO.read_bytes()
+    assert (tmp_path / "report.txt").read_text().splitlines()[1].startswith("gpu_oom")
+    clean = _pipeline(script, tmp_path, healthy)
+    assert clean.returncode == 0
+    assert (tmp_path / "train.log").read_bytes() == healthy.read_bytes()
+    # PIPESTATUS keeps the launcher's own code and dsdiag's apart.
+    both = _pipeline('(cat "$LOG"; exit 3) | dsdiag --tee >/dev/null 2>&1; '
+                     'echo "${PIPESTATUS[0]} ${PIPESTATUS[1]}"', tmp_path, DEMO)
+    assert both.stdout.decode().split() == ["3", "1"]
+
+
+def test_report_in_the_jobs_own_log_is_not_diagnosed_again(tmp_path):
+    # Slurm without --error: stdout and stderr are one slurm-%j.out, so the report lands in
+    # the log that `slurm-annotate` reads next; that diagnosis must be the log's, not the report's.
+    out = tmp_path / "slurm-1001.out"
+    proc = _pipeline('cat "$LOG" | dsdiag --tee > slurm-1001.out 2>&1', tmp_path, DEMO)
+    assert proc.returncode == 1
+    text = out.read_text()
+    assert text.startswith(DEMO.read_text()) and "gpu_oom" in text[len(DEMO.read_text()):]
+    _, alone = diagnose_json(DEMO)
+    _, again = diagnose_json(out)
+    assert again["category"] == alone["category"] and again["confidence"] == alone["confidence"]
+    assert [e["line"] for e in again["evidence"]] == [e["line"] for e in alone["evidence"]]
+    assert again["secondary"] == json.loads(json.dumps(alone["secondary"]).replace(str(DEMO), str(out)))
+    # The fence survives a prefix added after dsdiag wrote it (`srun -l` around the pipeline).
+    prefixed = tmp_path / "prefixed.out"
+    prefixed.write_text("".join(f"0: {line}\n" for line in text.splitlines()))
+    _, labelled = diagnose_json(prefixed)
+    assert [e["line"] for e in labelled["evidence"]] == [e["line"] for e in alone["evidence"]]
+    assert labelled["confidence"] == alone["confidence"]
+
+
+def test_report_to_a_terminal_or_pipe_is_not_fenced():
+    proc = run_dsdiag("--tee", stdin=DEMO.read_bytes())
+    assert proc.stderr.splitlines()[0].startswith(b"gpu_oom")  # stderr is a pipe here
