@@ -3,7 +3,8 @@
 Exit codes (the contract schedulers rely on):
   0   a failure category was diagnosed
   1   nothing diagnosed: the log looks healthy (`none`) or no rule explains it (`unknown`)
-  2   usage error, unreadable input, or invalid rule files
+  2   usage error, unreadable input, or invalid rule files; a missing FILE among several is
+      reported, the others are diagnosed and the exit code is still 2 (as grep does)
 With --k8s-termination-log the per-category codes of classifier.taxonomy apply instead (0 none,
 1 unknown, 80-89 retryable, 100-119 fix first), for a podFailurePolicy.
 
@@ -111,6 +112,29 @@ def _expand_job_dirs(paths):
     return out
 
 
+def _drop_missing(paths):
+    """The paths that exist (and '-'); each missing one reported on stderr, as grep does."""
+    kept = []
+    for path in paths:
+        if path == "-" or os.path.exists(path):
+            kept.append(path)
+        else:
+            sys.stderr.write(f"dsdiag: error: cannot read {path}: no such file or directory\n")
+    return kept
+
+
+def _warn_if_several_jobs(files):
+    """Several files are read as the ranks of one job: say so when their names suggest not."""
+    from classifier.jobs.discover import split_jobs
+    jobs = split_jobs([f for f in files if f != "-"])
+    if len(jobs) > 1:
+        names = ", ".join(os.path.basename(job[0]) for job in jobs[:3])
+        more = f" and {len(jobs) - 3} more" if len(jobs) > 3 else ""
+        sys.stderr.write(f"dsdiag: warning: the files look like {len(jobs)} different jobs "
+                         f"({names}{more}), not the ranks of one; they are diagnosed as one "
+                         f"job. `dsdiag triage` diagnoses each job on its own\n")
+
+
 def _emit(result, args, stream):
     """Render the diagnosis; redacted unless it is text on a terminal or --no-redact."""
     from classifier.render import render
@@ -165,6 +189,7 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     from classifier.diagnosis.diagnose import diagnose_job
     from classifier.diagnosis.read import InputError
     rules = _load_rules(args)
+    missing = False
     if args.tee:
         from classifier.integrations.tee import tee_and_diagnose
         # The log passes through even when the rules are broken: never eat a training log.
@@ -180,8 +205,14 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     else:
         if rules is None:
             return EXIT_ERROR
+        paths = _drop_missing(args.files or ["-"])
+        missing = len(paths) < len(args.files or ["-"])
+        if not paths:
+            return EXIT_ERROR
         try:
-            result = diagnose_job(_expand_job_dirs(args.files or ["-"]), rules)
+            files = _expand_job_dirs(paths)
+            _warn_if_several_jobs(files)
+            result = diagnose_job(files, rules)
         except InputError as exc:
             return _error(f"cannot read {exc}")
     try:
@@ -198,6 +229,8 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         _write_termination_log(result, args)
     if args.tee and stats.signum is not None and not stats.reached_eof:
         return 128 + stats.signum
+    if not args.tee and missing:
+        return EXIT_ERROR  # the rest was diagnosed, but a named file was not there
     return _exit_code(result, args)
 
 

@@ -77,19 +77,20 @@ def _collect_paths(args):
     return paths
 
 
-def find_jobs(paths: Iterable[str]) -> list[tuple[str, list[str]]]:
-    """[(job, files)] for all PATHs; ValueError naming the first PATH that yields nothing."""
+def find_jobs(paths: Iterable[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """([(job, files)] for all PATHs, [one line per PATH that yields nothing])."""
     from classifier.jobs.discover import discover_jobs
-    jobs = []
+    jobs, problems = [], []
     for path in paths:
         if not os.path.exists(path):
-            raise ValueError(f"{path}: no such file or directory")
+            problems.append(f"{path}: no such file or directory")
+            continue
         found = discover_jobs(path)
         if not found:
-            raise ValueError(f"{path}: no log files (*.log, *.out, *.err, *.txt, torchrun "
-                             f"attempt_N/) in it or its sub-directories")
+            problems.append(f"{path}: no log files (*.log, *.out, *.err, *.txt, torchrun "
+                            f"attempt_N/) in it or its sub-directories")
         jobs += found
-    return jobs
+    return jobs, problems
 
 
 def _check_rules(rules_dirs):
@@ -123,11 +124,14 @@ def main(argv: list[str]) -> int:
     if args.workers < 1:
         return _error("--workers must be at least 1")
     try:
-        jobs = find_jobs(_collect_paths(args))
+        jobs, bad_paths = find_jobs(_collect_paths(args))
     except ValueError as exc:
         return _error(str(exc))
+    for problem in bad_paths:  # reported now, the rest triaged, exit 2 at the end (as grep)
+        _error(problem)
     if not jobs:
-        return _error("no jobs: name log files, job directories or archives (see --help)")
+        return EXIT_ERROR if bad_paths else \
+            _error("no jobs: name log files, job directories or archives (see --help)")
     from classifier.rules.load import env_rules_dirs
     rules_dirs = tuple(env_rules_dirs() + args.rules_dir)
     if not _check_rules(rules_dirs):
@@ -167,10 +171,12 @@ def main(argv: list[str]) -> int:
             write_html(results, args.html)
         except OSError as exc:
             return _error(f"cannot write {args.html}: {exc.strerror or exc}")
+    if bad_paths:
+        return EXIT_ERROR
     return EXIT_SOME_FAILED if any("error" in r for r in results) else EXIT_OK
 
 
 def _summary_view(result):
     """What the summary needs of a result (keeps memory small over thousands of jobs)."""
-    keep = ("job", "group", "category", "layer", "error")
+    keep = ("job", "files", "grouping", "group", "category", "layer", "error")
     return {k: result[k] for k in keep if k in result}
