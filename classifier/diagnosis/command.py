@@ -38,7 +38,10 @@ def _parser(subcommands=()):
                "directory (rank files, Slurm %t outputs, torchrun --log-dir); '-' or no file "
                "reads stdin. "
                "Exit codes: 0 diagnosed, 1 none/unknown, 2 usage or input error.")
-    p.add_argument("files", nargs="*", metavar="FILE", help="log files (plain, .gz, .bz2, .xz) or one job directory")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="log files (plain, .gz, .bz2, .xz) or one job directory; a warning "
+                        "when the names look like several jobs, a missing FILE reported and "
+                        "the rest diagnosed (exit 2)")
     p.add_argument("-f", "--format", choices=FORMATS,
                    default=os.environ.get("DSDIAG_FORMAT", "text"),
                    help="output format (default text; env DSDIAG_FORMAT)")
@@ -95,23 +98,6 @@ def _check_args(args, argv):
     return None
 
 
-def _expand_job_dirs(paths):
-    """Replace a directory by its job's log files (classifier.jobs.discover); none is an input error."""
-    out = []
-    for path in paths:
-        if path != "-" and os.path.isdir(path):
-            from classifier.jobs.discover import job_files
-            from classifier.diagnosis.read import InputError
-            files = job_files(path)
-            if not files:
-                raise InputError(f"{path}: a directory without log files (*.log, *.out, *.err, "
-                                 f"*.txt, torchrun attempt_N/); for many jobs use `dsdiag triage`")
-            out += files
-        else:
-            out.append(path)
-    return out
-
-
 def _drop_missing(paths):
     """The paths that exist (and '-'); each missing one reported on stderr, as grep does."""
     kept = []
@@ -133,6 +119,23 @@ def _warn_if_several_jobs(files):
         sys.stderr.write(f"dsdiag: warning: the files look like {len(jobs)} different jobs "
                          f"({names}{more}), not the ranks of one; they are diagnosed as one "
                          f"job. `dsdiag triage` diagnoses each job on its own\n")
+
+
+def _expand_job_dirs(paths):
+    """Replace a directory by its job's log files (classifier.jobs.discover); none is an input error."""
+    out = []
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            from classifier.jobs.discover import job_files
+            from classifier.diagnosis.read import InputError
+            files = job_files(path)
+            if not files:
+                raise InputError(f"{path}: a directory without log files (*.log, *.out, *.err, "
+                                 f"*.txt, torchrun attempt_N/); for many jobs use `dsdiag triage`")
+            out += files
+        else:
+            out.append(path)
+    return out
 
 
 def _emit(result, args, stream):
