@@ -253,7 +253,7 @@ def _job_body(index, result):
             f'{_e(category)}</span></td>'
             f'<td data-label="layer">{_e(result.get("layer") or "—")}</td>'
             f'<td class="num" data-label="confidence">{"" if confidence is None else f"{confidence:.2f}"}</td>'
-            f'<td class="group" data-label="group">{_e(result.get("group", ""))}</td>'
+            f'<td class="group" data-label="group">{_e(result.get("group", "")).replace(".", ".<wbr>")}</td>'
             f'<td data-label="ranks">{_e(summary)}</td>'
             f'<td class="ev">{first}</td></tr>'
             f'<tr class="more"><td colspan="7"><details><summary>evidence and rank timeline'

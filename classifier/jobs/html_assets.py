@@ -7,7 +7,7 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em 2em;color:#1d2129;background:#fff}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:1.4em 0 .5em}h4{margin:.8em 0 .2em;font-size:1em}
 table{border-collapse:collapse;width:100%}#jobs{table-layout:fixed}
-#jobs th:nth-child(1){width:18%}#jobs th:nth-child(2){width:10%}#jobs th:nth-child(3){width:5%}
+#jobs th:nth-child(1){width:17%}#jobs th:nth-child(2){width:11%}#jobs th:nth-child(3){width:5%}
 #jobs th:nth-child(4){width:7%}#jobs th:nth-child(5){width:16%}#jobs th:nth-child(6){width:7%}
 td.ev .where{display:block}
 td{overflow-wrap:anywhere}th,td{text-align:left;vertical-align:top;padding:4px 8px;border-bottom:1px solid #e3e6ea}
@@ -34,7 +34,7 @@ body{margin:1em .8em}#chart .label{flex-basis:9.5em}
 #jobs td[data-label]::before{content:attr(data-label) ": ";color:#666;font-size:12px;font-family:system-ui,sans-serif}
 #groups td{padding:3px 4px}#groups th:nth-child(5),#groups td.jobpath{display:none}
 }
-.cat{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;background:var(--c,#888);font-size:12px}
+.cat{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;background:var(--c,#888);font-size:12px;white-space:nowrap}
 tr.more td{border-bottom:2px solid #d5d9de;padding-top:0}details summary{cursor:pointer;color:#2f6fb3;font-size:12px}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
 .timeline text{font:12px system-ui,sans-serif;fill:#1d2129}

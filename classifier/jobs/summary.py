@@ -52,10 +52,10 @@ def _footer(results):
 
 
 GROUPINGS = {  # classifier.jobs.discover.grouping_of's answers, as the summary says them
-    "file": "one file each",
-    "ranks": "rank files",
-    "torchrun": "a torchrun log dir",
-    "streams": "streams of one name (x.out + x.err)",
+    "file": "single files",
+    "ranks": "from rank files",
+    "torchrun": "from torchrun log dirs",
+    "streams": "from x.out + x.err pairs",
 }
 
 
@@ -70,7 +70,7 @@ def grouping_line(results: Iterable[dict[str, Any]]) -> str:
         return ""
     jobs = sum(j for j, _ in counts.values())
     files = sum(f for _, f in counts.values())
-    parts = [f"{j} of {GROUPINGS.get(g, g)}" + ("" if g == "file" else f" ({f} files)")
+    parts = [f"{j} {GROUPINGS.get(g, g)}" + ("" if g == "file" else f" ({f} files)")
              for g, (j, f) in sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))]
     return (f"grouping: {files} file{'' if files == 1 else 's'} read as {jobs} "
             f"job{'' if jobs == 1 else 's'}: " + ", ".join(parts))

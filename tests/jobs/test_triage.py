@@ -93,8 +93,8 @@ def test_summary_groups_by_category_and_rule_captures(tmp_path):
     assert by_group[key_29501][0] == "1"
     assert "gpu_oom" in rows and "unknown" in rows
     assert err.splitlines()[-2] == "5 jobs: 4 diagnosed, 1 unknown, 0 none"
-    assert err.splitlines()[-1] == ("grouping: 9 files read as 5 jobs: 3 of one file each, "
-                                    "1 of rank files (2 files), 1 of a torchrun log dir (4 files)")
+    assert err.splitlines()[-1] == ("grouping: 9 files read as 5 jobs: 3 single files, "
+                                    "1 from rank files (2 files), 1 from torchrun log dirs (4 files)")
 
 
 def test_group_key_keeps_identities_and_drops_what_varies():
@@ -207,7 +207,7 @@ def test_a_folder_of_slurm_job_outputs_is_four_jobs_with_their_own_categories(tm
     assert [os.path.basename(o["job"]) for o in out] == [f"slurm-{j}.out" for j in range(1001, 1005)]
     assert [o["category"] for o in out] == ["none", "port_conflict", "disk_full", "unknown"]
     assert all((o["files"], o["grouping"]) == (1, "file") for o in out)
-    assert "grouping: 4 files read as 4 jobs: 4 of one file each" in proc.stderr.decode()
+    assert "grouping: 4 files read as 4 jobs: 4 single files" in proc.stderr.decode()
 
 
 def test_corpus_folder_is_one_job_per_file():
