@@ -106,6 +106,13 @@ def test_files_of_different_jobs_warn_and_a_missing_one_is_reported_exit_2(tmp_p
         shutil.copy(LOGS / "healthy.log", path)
     proc = run_dsdiag(*ranks)
     assert proc.returncode == 1 and proc.stderr == b""
+    # a directory is read the same way: two Slurm jobs' outputs in it get the warning
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for path in jobs:
+        shutil.copy(path, flat / path.name)
+    proc = run_dsdiag(flat)
+    assert proc.returncode == 0 and "look like 2 different jobs" in proc.stderr.decode()
 
 
 def test_exit_codes_none_unknown_and_exit_zero():

@@ -20,7 +20,8 @@ first, then by rank. `split_jobs(FILES)` decides from the names alone which of t
   attempt; groups of rank files whose names differ only in other numbers (`node1.rank*.err`,
   `node2.rank*.err`) are one job too when no rank repeats;
 * when exactly one such job has several ranks, everything else beside it (the launcher's or
-  the batch script's output, `slurm-123.out`) is its launcher output and joins it;
+  the batch script's output, `slurm-123.out`) is its launcher output and joins it — unless
+  that includes the outputs of two Slurm jobs (`slurm-1001.out`, `slurm-1002.out`);
 * otherwise each group is a job of its own: `slurm-1001.out` and `slurm-1002.out` are two jobs,
   `slurm-77_1.out` and `slurm-77_2.out` (array tasks) too, a folder of unrelated logs is a job
   per file.
@@ -54,6 +55,7 @@ _STREAM_NAME = re.compile(r"^(?:stdout|stderr)\.log" + COMPRESSED + r"$")
 _TORCHRUN_RUN_DIR = re.compile(r"^.+_[a-z0-9_]{8}$")
 _DIGITS = re.compile(r"(\d+)")
 _LOG_SUFFIX = re.compile(r"\.(?:log|out|err|txt)" + COMPRESSED + r"$", re.IGNORECASE)
+_SLURM_JOB_KEY = re.compile(r"^slurm-\d+(?:_\d+)?$")  # slurm-%j / slurm-%A_%a, suffix dropped
 _TORCHRUN_FILE = re.compile(r"(?:^|/)\d+/(?:stdout|stderr)\.log" + COMPRESSED + r"$")
 
 
@@ -179,7 +181,8 @@ def split_jobs(files: list[str]) -> list[list[str]]:
                 merged.append(key)
             seen |= ranks
     multi = [key for key, members in groups.items() if len(_ranks(members)) > 1]
-    if len(groups) == 1 or len(multi) == 1:
+    slurm_jobs = [key for key in groups if _SLURM_JOB_KEY.match(key)]
+    if len(groups) == 1 or (len(multi) == 1 and len(slurm_jobs) < 2):
         return [list(files)]
     order = {f: i for i, f in enumerate(files)}
     return sorted((sorted(g, key=order.get) for g in groups.values()), key=lambda g: order[g[0]])

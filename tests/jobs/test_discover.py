@@ -110,6 +110,9 @@ SPLITS = [
     (["launcher.log", "rank0.log", "rank1.log.gz"], [["launcher.log", "rank0.log", "rank1.log.gz"]]),
     (["node1.rank0.err", "node1.rank1.err", "node2.rank2.err", "node2.rank3.err", "slurm-5.out"],
      [["node1.rank0.err", "node1.rank1.err", "node2.rank2.err", "node2.rank3.err", "slurm-5.out"]]),
+    # two Slurm jobs' outputs are never one job's launcher output, even beside rank files
+    (["rank0.log", "rank1.log", "slurm-1001.out", "slurm-1002.out"],
+     [["rank0.log", "rank1.log"], ["slurm-1001.out"], ["slurm-1002.out"]]),
     # two jobs' per-task outputs (%j.%t): the ranks repeat, so two jobs
     (["slurm-1.0.out", "slurm-1.1.out", "slurm-2.0.out", "slurm-2.1.out"],
      [["slurm-1.0.out", "slurm-1.1.out"], ["slurm-2.0.out", "slurm-2.1.out"]]),
