@@ -198,10 +198,14 @@ def grouping_of(files: list[str]) -> str:
 
 
 def _job_name(directory, files):
+    """A job cut out of a directory is named by its file, or a pattern its files match."""
     if len(files) == 1:
         return files[0]
+    key = _name_key(files[-1])
+    if key.startswith("torchrun:"):  # the attempt directory
+        return key[len("torchrun:"):]
     names = {mask_rank(os.path.basename(f)) for f in files}
-    return os.path.join(directory, names.pop() if len(names) == 1 else _name_key(files[0]) + ".*")
+    return os.path.join(directory, names.pop() if len(names) == 1 else key + ".*")
 
 
 def discover_jobs(path: str, max_depth: int = MAX_DEPTH) -> list[tuple[str, list[str]]]:

@@ -153,3 +153,11 @@ def test_a_flat_folder_is_a_job_per_file_named_after_it(tmp_path):
     for r in range(3):
         write_lines(ranks / f"rank{r}.log", ["x"])
     assert discover_jobs(str(ranks)) == [(str(ranks), job_files(str(ranks)))]
+    # a torchrun log dir beside two Slurm jobs' outputs: three jobs, the attempt named by its path
+    torchrun_log_dir(ranks)
+    for job in (1, 2):
+        write_lines(ranks / f"slurm-{job}.out", ["x"])
+    for r in range(3):
+        os.remove(ranks / f"rank{r}.log")
+    names = [os.path.relpath(j, ranks) for j, _ in discover_jobs(str(ranks))]
+    assert names == ["slurm-1.out", "slurm-2.out", os.path.join("job42_k3j9x0ab", "attempt_1")]
