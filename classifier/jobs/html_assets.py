@@ -62,12 +62,17 @@ SCRIPT = """
   var heads=table.tHead.querySelectorAll('th[data-key]');
   var filterBox=document.getElementById('filter');
   var shown=document.getElementById('shown');
-  // State: `?k=v&...` then `#k=v&...` (the hash wins); `category=X` is `filter=cat:X`.
-  function params(){
-    var out={},pairs=(location.search.replace(/^\\?/,'')+'&'+location.hash.replace(/^#/,'')).split('&');
+  // State: `?k=v&...` then `#k=v&...`, the hash winning; `category=X` is `filter=cat:X`.
+  function parse(text){
+    var out={},pairs=text.split('&');
     for(var i=0;i<pairs.length;i++){var kv=pairs[i].split('=');
       if(kv[0])out[decodeURIComponent(kv[0])]=decodeURIComponent(kv.slice(1).join('=').replace(/\\+/g,' '));}
-    if(out.category)out.filter='cat:'+out.category;
+    if(out.category){out.filter='cat:'+out.category;delete out.category;}
+    return out;
+  }
+  function params(){
+    var out=parse(location.search.replace(/^\\?/,'')),hash=parse(location.hash.replace(/^#/,''));
+    for(var k in hash)out[k]=hash[k];
     return out;
   }
   // `#sec-jobs`, `#top`: a link to a part of the page, not a state; the browser scrolls there.
