@@ -5,6 +5,7 @@ import gzip
 import json
 import lzma
 import os
+import shutil
 
 from conftest import DEMO, LOGS, diagnose_json, run_dsdiag
 
@@ -84,6 +85,34 @@ def test_several_files_are_the_ranks_of_one_job(tmp_path):
     assert code == 0 and d["category"] == "gpu_oom"
     assert d["evidence"][0]["file"].endswith("rank3.log") and d["evidence"][0]["rank"] == 3
     assert any(s["category"] == "nccl_timeout" for s in d["secondary"])
+
+
+def test_files_of_different_jobs_warn_and_a_missing_one_is_reported_exit_2(tmp_path):
+    jobs = [tmp_path / "slurm-1001.out", tmp_path / "slurm-1002.out"]
+    shutil.copy(DEMO, jobs[0])
+    shutil.copy(LOGS / "pdsh_port.log", jobs[1])
+    gone = tmp_path / "slurm-1003.out"
+    proc = run_dsdiag("--format", "json", jobs[0], gone, jobs[1])
+    err = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and len(err) == 2, err
+    assert err[0] == f"dsdiag: error: cannot read {gone}: no such file or directory"
+    assert err[1].startswith("dsdiag: warning: the files look like 2 different jobs "
+                             "(slurm-1001.out, slurm-1002.out)") and "dsdiag triage" in err[1]
+    d = json.loads(proc.stdout)  # the files that were there are still diagnosed, both of them
+    assert {d["category"]} | {s["category"] for s in d["secondary"]} >= {"gpu_oom", "port_conflict"}
+    # the ranks of one job, with the launcher's output: no warning
+    ranks = [tmp_path / "launcher.log", tmp_path / "rank0.log", tmp_path / "rank1.log"]
+    for path in ranks:
+        shutil.copy(LOGS / "healthy.log", path)
+    proc = run_dsdiag(*ranks)
+    assert proc.returncode == 1 and proc.stderr == b""
+    # a directory is read the same way: two Slurm jobs' outputs in it get the warning
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for path in jobs:
+        shutil.copy(path, flat / path.name)
+    proc = run_dsdiag(flat)
+    assert proc.returncode == 0 and "look like 2 different jobs" in proc.stderr.decode()
 
 
 def test_exit_codes_none_unknown_and_exit_zero():

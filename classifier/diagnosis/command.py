@@ -3,7 +3,8 @@
 Exit codes (the contract schedulers rely on):
   0   a failure category was diagnosed
   1   nothing diagnosed: the log looks healthy (`none`) or no rule explains it (`unknown`)
-  2   usage error, unreadable input, or invalid rule files
+  2   usage error, unreadable input, or invalid rule files; a missing FILE among several is
+      reported, the others are diagnosed and the exit code is still 2 (as grep does)
 With --tee the pass-through answers for the job instead: 0 no failure found, 1 a failure found
 (diagnosed or unknown), 2 dsdiag's own errors, so `set -o pipefail`, `&&` and Slurm's job
 state see the training's outcome, not the diagnosis's.
@@ -42,7 +43,10 @@ def _parser(subcommands=()):
                "reads stdin. "
                "Exit codes: 0 diagnosed, 1 none/unknown, 2 usage or input error; with --tee "
                "0 no failure found, 1 a failure found, 2 error.")
-    p.add_argument("files", nargs="*", metavar="FILE", help="log files (plain, .gz, .bz2, .xz, .zst) or one job directory")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="log files (plain, .gz, .bz2, .xz, .zst) or one job directory; a warning "
+                        "when the names look like several jobs, a missing FILE reported and "
+                        "the rest diagnosed (exit 2)")
     # No default here: argparse never checks a default against `choices`, so DSDIAG_FORMAT is
     # checked by _output_format, and a typo there is an error rather than silent text.
     p.add_argument("-f", "--format", choices=FORMATS, default=None,
@@ -109,6 +113,29 @@ def _check_args(args, argv):
             argv[argv.index(K8S_OPTION) + 1] == args.k8s_termination_log
         return check_path(args.k8s_termination_log, spaced)
     return None
+
+
+def _drop_missing(paths):
+    """The paths that exist (and '-'); each missing one reported on stderr, as grep does."""
+    kept = []
+    for path in paths:
+        if path == "-" or os.path.exists(path):
+            kept.append(path)
+        else:
+            sys.stderr.write(f"dsdiag: error: cannot read {path}: no such file or directory\n")
+    return kept
+
+
+def _warn_if_several_jobs(files):
+    """Several files are read as the ranks of one job: say so when their names suggest not."""
+    from classifier.jobs.discover import split_jobs
+    jobs = split_jobs([f for f in files if f != "-"])
+    if len(jobs) > 1:
+        names = ", ".join(os.path.basename(job[0]) for job in jobs[:3])
+        more = f" and {len(jobs) - 3} more" if len(jobs) > 3 else ""
+        sys.stderr.write(f"dsdiag: warning: the files look like {len(jobs)} different jobs "
+                         f"({names}{more}), not the ranks of one; they are diagnosed as one "
+                         f"job. `dsdiag triage` diagnoses each job on its own\n")
 
 
 def _expand_job_dirs(paths):
@@ -208,6 +235,7 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     from classifier.diagnosis.diagnose import diagnose_job
     from classifier.diagnosis.read import InputError
     rules = _load_rules(args)
+    missing = False
     if args.tee:
         from classifier.integrations.tee import tee_and_diagnose
         # The log passes through even when the rules are broken: never eat a training log.
@@ -226,8 +254,14 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     else:
         if rules is None:
             return EXIT_ERROR
+        paths = _drop_missing(args.files or ["-"])
+        missing = len(paths) < len(args.files or ["-"])
+        if not paths:
+            return EXIT_ERROR
         try:
-            result = diagnose_job(_expand_job_dirs(args.files or ["-"]), rules)
+            files = _expand_job_dirs(paths)
+            _warn_if_several_jobs(files)
+            result = diagnose_job(files, rules)
         except InputError as exc:
             return _error(f"cannot read {exc}")
     try:
@@ -248,6 +282,8 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         _write_termination_log(result, args)
     if args.tee and stats.signum is not None and not stats.reached_eof:
         return 128 + stats.signum
+    if not args.tee and missing:
+        return EXIT_ERROR  # the rest was diagnosed, but a named file was not there
     return _exit_code(result, args)
 
 

@@ -36,8 +36,13 @@ def tool_info(rules: "RuleSet") -> dict[str, str]:
 
 
 def _evidence_json(lines):
-    return [{"file": line.source, "line": line.lineno, "rank": line.rank, "text": line.text}
-            for line in lines]
+    out = []
+    for line in lines:
+        item = {"file": line.source, "line": line.lineno, "rank": line.rank, "text": line.text}
+        if line.task is not None:  # only where an outer label (srun -l) wrapped the rank's
+            item["task"] = line.task
+        out.append(item)
+    return out
 
 
 SELECT_ABOVE = 32 << 20  # inputs bigger than this go through the prefilter (prefilter.py)

@@ -3,6 +3,11 @@
 Rules are written against the bare message. Everything a launcher, logger or terminal adds in
 front of it — rank labels, host labels, timestamps, colour codes, rich's traceback box — is
 removed here, and the rank and time it carried are kept on the line.
+
+Labels nest: `srun -l` puts its task id in front of whatever the task printed, and a torchrun
+task prints `[rank13]:` in front of each worker's line, so `1: [rank13]: RuntimeError` is rank 13
+of task 1. The innermost rank label is the rank (it is the closest to the process that wrote the
+line); an outer one is kept as the line's `task`.
 """
 
 import calendar
@@ -17,14 +22,15 @@ if TYPE_CHECKING:
 # CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
+# srun -l / --label: `3: ` (possibly right-aligned), the task id.
+_SRUN_LABEL = re.compile(r"\s*(?P<rank>\d{1,5}):\s")
 # Rank and host labels, each anchored at the start of what is left of the line.
 _RANK_PREFIXES = (
     # torch >= 2.2 stderr redirection and torchrun --tee: `[rank3]:`, `[default3]:`
     re.compile(r"\[(?:rank|default|worker|trainer|local_rank)?(?P<rank>\d+)\]:\s?"),
     # Open MPI --tag-output: `[1,3]<stderr>:` (job id, rank)
     re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
-    # srun -l / --label: `3: ` (possibly right-aligned)
-    re.compile(r"\s*(?P<rank>\d{1,5}):\s"),
+    _SRUN_LABEL,
     # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `. A host
     # label needs a digit or a hyphen before any dot, so `collect2: error` and
     # `libcudart.so.11.0: cannot open` keep their first word.
@@ -83,6 +89,7 @@ class Line:
     host: str | None          # pdsh host label or None
     ts: float | None          # seconds since the epoch (own or inherited) or None
     index: int                # position of the input among the job's files
+    task: int | None = None   # an outer rank label around the rank's (srun -l's task id)
 
 
 def visible_text(raw: str) -> str:
@@ -125,7 +132,13 @@ def _syslog_seconds(m):
 
 def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None]:
     """Split a visible line into (message, rank, host, timestamp) by peeling known prefixes."""
-    rank = host = ts = None
+    msg, rank, _, host, ts = peel_prefixes(text)
+    return msg, rank, host, ts
+
+
+def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, float | None]:
+    """Split a visible line into (message, rank, task, host, timestamp); see the module docstring."""
+    rank = task = host = ts = None
     msg = text
     for _ in range(6):
         before = msg
@@ -146,7 +159,12 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None
             m = pattern.match(msg)
             if m:
                 groups = m.groupdict()
-                if groups.get("rank") is not None and rank is None:
+                # srun's label is the outermost one there is: a bare `2: ` inside a rank label
+                # is the message's own text, not a rank.
+                inner_srun = pattern is _SRUN_LABEL and rank is not None
+                if groups.get("rank") is not None and not inner_srun:
+                    # A label inside another: the inner one is the rank, the outer the task.
+                    task = rank if task is None else task
                     rank = int(groups["rank"])
                 if groups.get("host") and host is None:
                     host = groups["host"]
@@ -160,7 +178,7 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None
     m = _BOX_LEFT.match(msg)
     if m:
         msg = _BOX_RIGHT.sub("", msg[m.end():])
-    return msg.strip(), rank, host, ts
+    return msg.strip(), rank, task, host, ts
 
 
 _ESCAPED_TRACEBACK = re.compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
@@ -172,7 +190,7 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
     last_ts = None
     for raw in raw_lines:
         text = visible_text(raw.text)
-        msg, rank, host, ts = strip_prefixes(text[:MATCH_LIMIT + 512])
+        msg, rank, task, host, ts = peel_prefixes(text[:MATCH_LIMIT + 512])
         msg = msg[:MATCH_LIMIT]
         if ts is None:
             ts = last_ts
@@ -185,6 +203,7 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
             # `\n` escapes: read it as the lines it stands for, all at this line number.
             for part in msg.replace('\\"', '"').split("\\n"):
                 if part.strip():
-                    yield Line(raw.source, raw.lineno, part, part.strip(), rank, host, ts, index)
+                    yield Line(raw.source, raw.lineno, part, part.strip(), rank, host, ts, index,
+                               task)
             continue
-        yield Line(raw.source, raw.lineno, text, msg, rank, host, ts, index)
+        yield Line(raw.source, raw.lineno, text, msg, rank, host, ts, index, task)

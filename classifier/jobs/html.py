@@ -1,29 +1,35 @@
 """The triage report: one self-contained HTML page (inline CSS, JS and SVG; no network at all).
 
-What it shows, top to bottom: a bar chart of jobs per category (inline SVG, coloured by layer),
-the summary grouped by category and grouping key, and a sortable, filterable table of jobs;
+What it shows, top to bottom: how the files were grouped into jobs, links to each section, the
+colour key (a category takes its layer's colour), a bar chart of jobs per category, the summary
+grouped by category and grouping key (collapsed), and a sortable, filterable table of jobs;
 each job row opens onto its evidence and its rank timeline (inline SVG): one row per rank, a
 column per finding (root cause first, then the other findings) marking which ranks hit it, and
 the evidence lines placed by their line number in the rank's log (position within a file is
 time order; evidence that carries a `ts`, seconds since the epoch, is placed by time instead).
 
-The page's script reads its state from the URL hash — `#sort=confidence&dir=desc`,
-`#filter=cat:gpu_oom`, `#open=all` (every job's details) — so a link, or a headless browser in
-the tests, opens it sorted or filtered. Clicking a column header sorts and records the state
-there; a bar of the chart links to its filter; `#click=KEY,KEY` clicks headers in turn (how
-the tests drive the real handlers). Every error the script meets is written into the page
+The page's script reads its state from the URL — `#sort=confidence&dir=desc`,
+`#filter=cat:gpu_oom` (or `#category=gpu_oom`, or the same after `?`), `#open=all` (every job's
+details) — so a link, or a headless browser in the tests, opens it sorted or filtered; a
+filtered link scrolls to the jobs table and opens a job that is the only one left. A hash
+without `=` (`#sec-jobs`) is a link to a section and leaves the state alone. Clicking a column
+header sorts and records the state there; a bar of the chart and a category in the groups link
+to its filter; `#click=KEY,KEY` clicks headers in turn (how the tests drive the real handlers). Every error the script meets is written into the page
 (`#js-errors`), and `<html data-ready="1">` marks that it ran to the end. A
 Content-Security-Policy forbids any fetch: the page works as a mail attachment.
-All log text is escaped; evidence is cut to MAX_TEXT characters.
+All log text is escaped; evidence is cut to MAX_TEXT characters. Remediation is inline Markdown
+(`code`, **bold**, [links](https://...)), rendered after escaping (markdown_inline).
 """
 
 import html
 import json
+import os
+import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from classifier.jobs.summary import summarize
+from classifier.jobs.summary import grouping_line, summarize
 
 MAX_TEXT = 2000
 MAX_CELL = 240
@@ -45,6 +51,41 @@ def _cut(text, limit):
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+LEGEND = (("install", LAYER_COLOURS["install"]), ("env", LAYER_COLOURS["env"]),
+          ("launch", LAYER_COLOURS["launch"]), ("config", LAYER_COLOURS["config"]),
+          ("unknown", OUTCOME_COLOURS["unknown"]), ("none", OUTCOME_COLOURS["none"]),
+          ("unreadable", OUTCOME_COLOURS["error"]))
+# Remediation is written in Markdown's inline subset: `code`, **bold**, [text](https://...).
+_MD_CODE = re.compile(r"`([^`]+)`")
+_MD_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
+_MD_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^\s)]+)\)")
+
+
+def markdown_inline(text: str) -> str:
+    """HTML for one line of inline Markdown; everything is escaped first, so no text is markup."""
+    out, last = [], 0
+    for m in _MD_CODE.finditer(text):
+        out.append(_md_text(text[last:m.start()]))
+        out.append(f"<code>{_e(m.group(1))}</code>")
+        last = m.end()
+    out.append(_md_text(text[last:]))
+    return "".join(out)
+
+
+def _md_text(text):
+    # Escaping keeps `*`, `[`, `]`, `(`, `)` and `:` as they are, so the patterns still apply;
+    # a link's target is escaped again as an attribute and can only be http(s).
+    text = _MD_BOLD.sub(r"<strong>\1</strong>", _e(text))
+    return _MD_LINK.sub(lambda m: f'<a href="{m.group(2)}" rel="noreferrer">{m.group(1)}</a>', text)
+
+
+def legend() -> str:
+    """The colour key: a swatch per layer, and the outcomes that have no layer."""
+    items = "".join(f'<li><span class="swatch" style="background:{c}"></span>{_e(name)}</li>'
+                    for name, c in LEGEND)
+    return f'<ul id="legend" aria-label="colour key">{items}</ul>'
+
+
 def category_colour(result_or_category: str, layer: str | None = None) -> str:
     """The colour of a category: its layer's, or the outcome's (none, unknown, error)."""
     category = result_or_category
@@ -57,26 +98,16 @@ def category_colour(result_or_category: str, layer: str | None = None) -> str:
 
 
 def category_chart(results: Iterable[dict[str, Any]]) -> str:
-    """Inline SVG: one horizontal bar per category, longest first; a bar links to its filter."""
+    """A bar per category, longest first, each a link to its filter (HTML, so it fits a phone)."""
     rows = [(category, total) for category, total, _ in summarize(results)]
     top = max([n for _, n in rows] + [1])
-    label_w, bar_w, row_h = 190, 420, 24
-    height = row_h * len(rows) + 8
-    parts = [f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" role="img" width="{label_w + bar_w + 60}" '
-             f'height="{height}" viewBox="0 0 {label_w + bar_w + 60} {height}" '
-             f'aria-label="jobs per category">']
-    for i, (category, n) in enumerate(rows):
-        y = 4 + i * row_h
-        w = max(2, round(bar_w * n / top))
-        parts.append(
-            f'<a href="#filter=cat:{_e(category)}" class="bar" data-category="{_e(category)}">'
-            f'<title>{_e(category)}: {n} job{"s" if n != 1 else ""}</title>'
-            f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{_e(category)}</text>'
-            f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row_h - 6}" rx="3" '
-            f'fill="{category_colour(category)}"/>'
-            f'<text x="{label_w + w + 6}" y="{y + 16}">{n}</text></a>')
-    parts.append("</svg>")
-    return "".join(parts)
+    bars = "".join(
+        f'<a href="#filter=cat:{_e(category)}" class="bar" data-category="{_e(category)}" '
+        f'title="{_e(category)}: {n} job{"s" if n != 1 else ""}"><span class="label">{_e(category)}'
+        f'</span><span class="track"><span class="fill" style="width:{max(1, round(100 * n / top))}%;'
+        f'background:{category_colour(category)}"></span></span><span class="n">{n}</span></a>'
+        for category, n in rows)
+    return f'<div id="chart" aria-label="jobs per category">{bars}</div>'
 
 
 def _findings(result):
@@ -158,10 +189,16 @@ def finding_label(finding: dict[str, Any]) -> str:
     return f'{finding.get("category")} ({rule})' if rule else str(finding.get("category"))
 
 
+def _path(text):
+    """An escaped path that may wrap after its slashes rather than inside a name."""
+    return _e(text).replace("/", "/<wbr>")
+
+
 def _evidence_item(ev):
     where = f'{ev.get("file")}:{ev.get("line")}'
-    rank = ev.get("rank")
-    return (f'<li><span class="where">{_e(where)}{"" if rank is None else f" rank {rank}"}</span> '
+    rank, task = ev.get("rank"), ev.get("task")
+    label = ("" if rank is None else f" rank {rank}") + ("" if task is None else f" (task {task})")
+    return (f'<li><span class="where">{_path(where)}{label}</span> '
             f'<code>{_e(_cut(ev.get("text", ""), MAX_TEXT))}</code></li>')
 
 
@@ -185,8 +222,8 @@ def _details(result):
         parts.append('<div class="tl">' + timeline + "</div>")
     remediation = result.get("remediation") or ()
     if remediation:
-        parts.append("<h4>What to do</h4><ol>" + "".join(f"<li>{_e(step)}</li>" for step in remediation)
-                     + "</ol>")
+        parts.append('<h4>What to do</h4><ol class="steps">'
+                     + "".join(f"<li>{markdown_inline(step)}</li>" for step in remediation) + "</ol>")
     return "".join(parts)
 
 
@@ -201,7 +238,9 @@ def _job_body(index, result):
         first = _e(result["error"])
     elif evidence:
         ev = evidence[0]
-        first = (f'<span class="where">{_e(ev.get("file"))}:{ev.get("line")}</span> '
+        # the job column names the path; the file name is enough to tell a job's files apart
+        first = (f'<span class="where" title="{_e(ev.get("file"))}">'
+                 f'{_e(os.path.basename(str(ev.get("file"))))}:{ev.get("line")}</span> '
                  f'<code>{_e(_cut(ev.get("text", ""), MAX_CELL))}</code>')
     confidence = result.get("confidence")
     data = {"index": index, "job": result.get("job", ""), "category": category,
@@ -209,13 +248,13 @@ def _job_body(index, result):
             "group": result.get("group", ""), "ranks": len(ranks)}
     attrs = " ".join(f'data-{k}="{_e(v)}"' for k, v in data.items())
     return (f'<tbody class="job" {attrs}><tr>'
-            f'<td class="jobpath">{_e(result.get("job", ""))}</td>'
+            f'<td class="jobpath">{_path(result.get("job", ""))}</td>'
             f'<td><span class="cat" style="--c:{category_colour(category, result.get("layer"))}">'
             f'{_e(category)}</span></td>'
-            f'<td>{_e(result.get("layer") or "—")}</td>'
-            f'<td class="num">{"" if confidence is None else f"{confidence:.2f}"}</td>'
-            f'<td class="group">{_e(result.get("group", ""))}</td>'
-            f'<td>{_e(summary)}</td>'
+            f'<td data-label="layer">{_e(result.get("layer") or "—")}</td>'
+            f'<td class="num" data-label="confidence">{"" if confidence is None else f"{confidence:.2f}"}</td>'
+            f'<td class="group" data-label="group">{_e(result.get("group", "")).replace(".", ".<wbr>")}</td>'
+            f'<td data-label="ranks">{_e(summary)}</td>'
             f'<td class="ev">{first}</td></tr>'
             f'<tr class="more"><td colspan="7"><details><summary>evidence and rank timeline'
             f'</summary>{_details(result)}</details></td></tr></tbody>')
@@ -225,11 +264,11 @@ def _summary_table(results):
     rows = []
     for category, total, groups in summarize(results):
         for i, (group, count, example) in enumerate(groups):
-            head = (f'<td rowspan="{len(groups)}"><span class="cat" style="--c:{category_colour(category)}">'
-                    f'{_e(category)}</span></td><td rowspan="{len(groups)}" class="num">{total}</td>'
+            head = (f'<td rowspan="{len(groups)}"><a href="#category={_e(category)}" class="cat" '
+                    f'style="--c:{category_colour(category)}">{_e(category)}</a></td><td rowspan="{len(groups)}" class="num">{total}</td>'
                     if i == 0 else "")
             rows.append(f'<tr>{head}<td class="num">{count}</td><td class="group">{_e(group)}</td>'
-                        f'<td class="jobpath">{_e(example or "")}</td></tr>')
+                        f'<td class="jobpath">{_path(example or "")}</td></tr>')
     return ('<table id="groups"><thead><tr><th>category</th><th>jobs</th><th>in group</th>'
             '<th>group (rule and captures)</th><th>first job</th></tr></thead><tbody>'
             + "".join(rows) + "</tbody></table>")
@@ -246,6 +285,10 @@ def render_html(results: Sequence[dict[str, Any]], title: str = "dsdiag triage")
     heads = "".join(f'<th data-key="{key}" aria-sort="none" tabindex="0">{label}</th>' if key
                     else f"<th>{label}</th>" for key, label in _HEADERS)
     bodies = "".join(_job_body(i, r) for i, r in enumerate(results))
+    grouping = grouping_line(results)
+    n_groups = sum(len(groups) for _, _, groups in summarize(results))
+    top = '<a class="top" href="#top" title="back to the top">↑ top</a>'
+    grouping_html = f' <span id="grouping">{_e(grouping)}</span>' if grouping else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
@@ -253,12 +296,16 @@ def render_html(results: Sequence[dict[str, Any]], title: str = "dsdiag triage")
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_e(title)}</title>'
         f"<style>{CSS}</style></head><body>"
         f'<pre id="js-errors" hidden></pre><script>{ERROR_TRAP}</script>'
-        f"<h1>{_e(title)}</h1><p>{n} job{'s' if n != 1 else ''}. "
-        "Colours: layer of the category (install, env, launch, config); grey unknown, green none, "
-        "red unreadable.</p>"
-        f"<h2>Jobs per category</h2>{category_chart(results)}"
-        f"<details open><summary><h2>Groups</h2></summary>{_summary_table(results)}</details>"
-        '<h2>Jobs</h2><p><label>filter <input id="filter" type="search" '
+        f'<h1 id="top">{_e(title)}</h1><p>{n} job{"s" if n != 1 else ""}.'
+        f'{grouping_html}</p>'
+        f'<nav id="toc"><a href="#sec-jobs">Jobs ({n})</a><a href="#sec-chart">Jobs per category</a>'
+        f'<a href="#sec-groups">Groups ({n_groups})</a></nav>'
+        f'<p class="legend-line">Colour of a category: its layer (checked in the order install, env, '
+        f'launch, config), or the outcome. {legend()}</p>'
+        f'<h2 id="sec-chart">Jobs per category {top}</h2>{category_chart(results)}'
+        f'<details id="groups-box"><summary><h2 id="sec-groups">Groups ({n_groups})</h2></summary>'
+        f'{_summary_table(results)}</details>'
+        f'<h2 id="sec-jobs">Jobs {top}</h2><p><label>filter <input id="filter" type="search" '
         'placeholder="text, or cat:CATEGORY"></label> <span id="shown"></span></p>'
         f'<table id="jobs"><thead><tr>{heads}</tr></thead>{bodies}</table>'
         f'<script id="data" type="application/json">{_json_for_script({"sort_keys": SORT_KEYS})}</script>'

@@ -7,19 +7,42 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em 2em;color:#1d2129;background:#fff}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:1.4em 0 .5em}h4{margin:.8em 0 .2em;font-size:1em}
 table{border-collapse:collapse;width:100%}#jobs{table-layout:fixed}
-#jobs th:nth-child(1){width:22%}#jobs th:nth-child(2){width:11%}#jobs th:nth-child(3){width:5%}
-#jobs th:nth-child(4){width:7%}#jobs th:nth-child(5){width:20%}#jobs th:nth-child(6){width:7%}
+#jobs th:nth-child(1){width:17%}#jobs th:nth-child(2){width:11%}#jobs th:nth-child(3){width:5%}
+#jobs th:nth-child(4){width:7%}#jobs th:nth-child(5){width:16%}#jobs th:nth-child(6){width:7%}
+td.ev .where{display:block}
 td{overflow-wrap:anywhere}th,td{text-align:left;vertical-align:top;padding:4px 8px;border-bottom:1px solid #e3e6ea}
 th{background:#f4f6f8;position:sticky;top:0}th[data-key]{cursor:pointer;user-select:none}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .jobpath,.group,code,.where{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
-.group{color:#444}.where{color:#666}code{white-space:pre-wrap;word-break:break-all}
-.cat{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;background:var(--c,#888);font-size:12px}
+.group{color:#444}.where{color:#666}
+code{white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere}
+#toc{display:flex;flex-wrap:wrap;gap:.4em 1.2em;margin:.6em 0;font-size:15px}
+#toc a,a.top{color:#2f6fb3}a.top{font-size:12px;font-weight:normal;margin-left:.6em}
+#legend{display:inline-flex;flex-wrap:wrap;gap:.2em 1em;list-style:none;margin:0;padding:0}
+#legend li{white-space:nowrap}.legend-line{color:#444}#grouping{color:#444}
+ol.steps code{background:#f4f6f8;padding:0 3px;border-radius:3px}
+a.cat{text-decoration:none}
+/* A phone: each job becomes a card; the headers stay as sort buttons. */
+@media (max-width:700px){
+body{margin:1em .8em}#chart .label{flex-basis:9.5em}
+#jobs,#jobs thead,#jobs tbody.job,#jobs tr,#jobs td{display:block;width:auto}
+#jobs thead tr{display:flex;flex-wrap:wrap;gap:4px}#jobs thead th:not([data-key]){display:none}
+#jobs thead th{position:static;width:auto!important;border:1px solid #d5d9de;border-radius:3px;padding:2px 6px;font-size:12px}
+#jobs tbody.job{border:1px solid #d5d9de;border-radius:4px;margin:8px 0;padding:4px 0}
+#jobs tbody.job[hidden]{display:none}#jobs td{border:0;padding:2px 8px}#jobs td:empty{display:none}#jobs td.num{text-align:left}
+#jobs td[data-label]::before{content:attr(data-label) ": ";color:#666;font-size:12px;font-family:system-ui,sans-serif}
+#groups td{padding:3px 4px}#groups th:nth-child(5),#groups td.jobpath{display:none}
+}
+.cat{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;background:var(--c,#888);font-size:12px;white-space:nowrap}
 tr.more td{border-bottom:2px solid #d5d9de;padding-top:0}details summary{cursor:pointer;color:#2f6fb3;font-size:12px}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
-#chart text,.timeline text{font:12px system-ui,sans-serif;fill:#1d2129}.timeline .axis{fill:#666;font-size:11px}
-.timeline .lane{stroke:#e3e6ea}.bar:hover rect{opacity:.8}.tl{overflow-x:auto;margin:.5em 0}
+.timeline text{font:12px system-ui,sans-serif;fill:#1d2129}
+#chart{max-width:720px}#chart .bar{display:flex;align-items:center;gap:8px;color:inherit;text-decoration:none;font-size:12px;line-height:22px}
+#chart .label{flex:0 0 11.5em;text-align:right;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#chart .track{flex:1 1 auto;min-width:2em}#chart .fill{display:block;height:16px;border-radius:3px}
+#chart .n{flex:0 0 2.5em;font-variant-numeric:tabular-nums}#chart .bar:hover .fill{opacity:.8}.timeline .axis{fill:#666;font-size:11px}
+.timeline .lane{stroke:#e3e6ea}.tl{overflow-x:auto;margin:.5em 0}
 #js-errors{background:#fee;color:#900;padding:.5em}.error{color:#c0392b}
 tbody.job[hidden]{display:none}details>summary>h2{display:inline;color:#1d2129;font-size:1.15em}
 """
@@ -39,12 +62,22 @@ SCRIPT = """
   var heads=table.tHead.querySelectorAll('th[data-key]');
   var filterBox=document.getElementById('filter');
   var shown=document.getElementById('shown');
-  function params(){
-    var out={},pairs=location.hash.replace(/^#/,'').split('&');
+  // State: `?k=v&...` then `#k=v&...`, the hash winning; `category=X` is `filter=cat:X`.
+  function parse(text){
+    var out={},pairs=text.split('&');
     for(var i=0;i<pairs.length;i++){var kv=pairs[i].split('=');
-      if(kv[0])out[decodeURIComponent(kv[0])]=decodeURIComponent(kv.slice(1).join('='));}
+      if(kv[0])out[decodeURIComponent(kv[0])]=decodeURIComponent(kv.slice(1).join('=').replace(/\\+/g,' '));}
+    if(out.category){out.filter='cat:'+out.category;delete out.category;}
     return out;
   }
+  function params(){
+    var out=parse(location.search.replace(/^\\?/,'')),hash=parse(location.hash.replace(/^#/,''));
+    for(var k in hash)out[k]=hash[k];
+    return out;
+  }
+  // `#sec-jobs`, `#top`: a link to a part of the page, not a state; the browser scrolls there.
+  function isAnchor(){var h=location.hash.replace(/^#/,'');
+    return h&&h.indexOf('=')<0&&document.getElementById(decodeURIComponent(h));}
   function compare(key,dir){
     return function(a,b){
       var x=a.getAttribute('data-'+key),y=b.getAttribute('data-'+key),c;
@@ -71,8 +104,20 @@ SCRIPT = """
     shown.textContent=n+' of '+bodies.length+' jobs shown';
   }
   function openAll(on){var d=table.querySelectorAll('details');for(var i=0;i<d.length;i++)d[i].open=on;}
-  function apply(){var p=params();sortBy(p.sort||'index',p.dir==='desc'?'desc':'asc');filterBy(p.filter);
+  function showFiltered(){
+    // A filtered link lands on its result: the jobs table, and a lone job opened.
+    var visible=[],bodies=table.tBodies;
+    for(var i=0;i<bodies.length;i++)if(!bodies[i].hidden)visible.push(bodies[i]);
+    if(visible.length===1)visible[0].querySelector('details').open=true;
+    document.getElementById('sec-jobs').scrollIntoView();
+    document.documentElement.setAttribute('data-scrolled',String(Math.round(window.pageYOffset)));
+  }
+  function apply(initial){
+    if(isAnchor()){if(location.hash==='#sec-groups')document.getElementById('groups-box').open=true;
+      if(!initial)return;}
+    var p=params();sortBy(p.sort||'index',p.dir==='desc'?'desc':'asc');filterBy(p.filter);
     if(p.open)openAll(p.open==='all');
+    if(p.filter)showFiltered();
     // #click=KEY[,KEY...] clicks column headers in turn: how tests drive the real handlers.
     var clicks=p.click?p.click.split(','):[];
     for(var i=0;i<clicks.length;i++){var th=table.tHead.querySelector('th[data-key="'+clicks[i]+'"]');if(th)th.click();}}
@@ -92,8 +137,8 @@ SCRIPT = """
     heads[i].addEventListener('keydown',function(ev){if(ev.key==='Enter')onHead(this);});
   }
   filterBox.addEventListener('input',function(){filterBy(filterBox.value);setHash({filter:filterBox.value});});
-  window.addEventListener('hashchange',apply);
-  apply();
+  window.addEventListener('hashchange',function(){apply(false);});
+  apply(true);
   document.documentElement.setAttribute('data-ready','1');
 })();
 """

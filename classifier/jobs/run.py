@@ -4,6 +4,7 @@ import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from classifier.jobs.discover import grouping_of
 from classifier.jobs.group import group_key
 
 if TYPE_CHECKING:
@@ -23,11 +24,13 @@ def rules_for(rules_dirs: Iterable[str]) -> "RuleSet":
 
 def triage_job(job: str, files: Iterable[str], rules_dirs: Iterable[str] = (),
                redact: bool = True) -> dict[str, Any]:
-    """Diagnose one job; return `{"job", "group", **contract}` or `{"job", ..., "error"}`."""
+    """Diagnose one job; return `{"job", "files", "grouping", "group", **contract}` or
+    `{"job", ..., "error"}`."""
     from classifier.diagnosis.diagnose import SCHEMA_VERSION, diagnose_job
     from classifier.diagnosis.read import InputError
+    files = list(files)
     try:
-        result = diagnose_job(list(files), rules_for(rules_dirs))
+        result = diagnose_job(files, rules_for(rules_dirs))
     except InputError as exc:
         return {"job": job, "schema_version": SCHEMA_VERSION, "error": f"cannot read {exc}"}
     except Exception as exc:  # one broken job must not stop the triage of thousands
@@ -36,7 +39,8 @@ def triage_job(job: str, files: Iterable[str], rules_dirs: Iterable[str] = (),
     if redact:
         from classifier.redact import redact_diagnosis
         result = redact_diagnosis(result)
-    out = {"job": job, "group": group_key(result)}
+    out = {"job": job, "files": len(files), "grouping": grouping_of(files),
+           "group": group_key(result)}
     out.update(result)
     return out
 

@@ -51,6 +51,31 @@ def _footer(results):
     return text + (f", {failed} unreadable" if failed else "")
 
 
+GROUPINGS = {  # classifier.jobs.discover.grouping_of's answers, as the summary says them
+    "file": "single files",
+    "ranks": "from rank files",
+    "torchrun": "from torchrun log dirs",
+    "streams": "from x.out + x.err pairs",
+}
+
+
+def grouping_line(results: Iterable[dict[str, Any]]) -> str:
+    """How the files were cut into jobs, one line (`12 files read as 5 jobs: ...`)."""
+    counts = {}
+    for r in results:
+        if "grouping" in r:
+            jobs, files = counts.get(r["grouping"], (0, 0))
+            counts[r["grouping"]] = (jobs + 1, files + r.get("files", 1))
+    if not counts:
+        return ""
+    jobs = sum(j for j, _ in counts.values())
+    files = sum(f for _, f in counts.values())
+    parts = [f"{j} {GROUPINGS.get(g, g)}" + ("" if g == "file" else f" ({f} files)")
+             for g, (j, f) in sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))]
+    return (f"grouping: {files} file{'' if files == 1 else 's'} read as {jobs} "
+            f"job{'' if jobs == 1 else 's'}: " + ", ".join(parts))
+
+
 def print_summary(results: Sequence[dict[str, Any]], stream: TextIO) -> None:
     """Write the summary table to `stream` (rich on a terminal unless NO_COLOR, else plain)."""
     rows = summary_rows(results)
@@ -65,6 +90,8 @@ def print_summary(results: Sequence[dict[str, Any]], stream: TextIO) -> None:
             table.add_row(*(Text(cell) for cell in row))
         console.print(table)
         console.print(Text(_footer(results)))
+        if grouping_line(results):
+            console.print(Text(grouping_line(results)))
         return
     widths = [min(MAX_PAD, max([len(HEADER[i])] + [len(r[i]) for r in rows])) for i in range(4)]
     for row in [HEADER] + rows:
@@ -72,4 +99,6 @@ def print_summary(results: Sequence[dict[str, Any]], stream: TextIO) -> None:
                  row[3].ljust(widths[3]), row[4]]
         stream.write("  ".join(cells).rstrip() + "\n")
     stream.write(_footer(results) + "\n")
+    if grouping_line(results):
+        stream.write(grouping_line(results) + "\n")
     stream.flush()

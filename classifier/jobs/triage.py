@@ -1,15 +1,17 @@
 """`dsdiag triage PATH...`: diagnose many jobs at once, in parallel; JSONL out, a grouped summary.
 
-Each PATH is cut into jobs by classifier.jobs.discover.discover_jobs: a file is one job, a directory
-holding log files (or a torchrun --log-dir layout) is one job, any other directory is an archive
-whose sub-directories are looked at by the same rule. Every job is diagnosed by the same pure
+Each PATH is cut into jobs by classifier.jobs.discover.discover_jobs: a file is one job, the log
+files of a directory (or a torchrun --log-dir layout) are one job or several as their names say
+(split_jobs: rank files are one job, `slurm-1001.out` and `slurm-1002.out` two), any other
+directory is an archive whose sub-directories are looked at by the same rule. Every job is diagnosed by the same pure
 function as `dsdiag FILE...` (classifier.diagnosis.diagnose.diagnose_job), in a process pool
 (`--workers`, default one per core) or on a Dask cluster (`--dask ADDRESS`).
 
 Output:
   stdout  JSON Lines, one object per job in the order the jobs were found: the JSON contract of
-          `dsdiag --format json` plus `"job"` (the job's path) and `"group"` (the grouping key
-          below). A job that cannot be read is `{"job", "schema_version", "error"}`.
+          `dsdiag --format json` plus `"job"` (the job's path), `"files"` and `"grouping"` (how
+          many files, and how they were put together: discover.grouping_of) and `"group"` (the
+          grouping key below). A job that cannot be read is `{"job", "schema_version", "error"}`.
   stderr  a progress bar (only on a terminal), then the summary: jobs per category and, within
           a category, per grouping key.
   --html  a self-contained page (classifier.jobs.html): chart, sortable table, rank timelines.
@@ -19,7 +21,8 @@ The grouping key is classifier.jobs.group.group_key; the per-job work is classif
 Exit codes: 0 every job was triaged (whatever each diagnosis says: read the JSONL), 1 some job
 could not be read (its line carries "error"), 2 usage error (no such PATH, no log files under
 it, bad option, invalid rule files, Dask missing or its scheduler unreachable) or a worker
-process that died, 130 Ctrl-C, 141 stdout closed early.
+process that died, 130 Ctrl-C, 141 stdout closed early. A bad PATH among good ones is reported
+and the rest triaged before exiting 2.
 """
 
 import argparse
@@ -36,11 +39,13 @@ EXIT_OK, EXIT_SOME_FAILED, EXIT_ERROR = 0, 1, 2
 def _parser():
     p = argparse.ArgumentParser(
         prog="dsdiag triage",
-        description="Diagnose many jobs: one per file, one per job directory; a directory "
-                    "without log files of its own is an archive of job sub-directories.",
+        description="Diagnose many jobs: one per file; in a directory, the rank files of one "
+                    "job together and every other log on its own (slurm-1001.out and "
+                    "slurm-1002.out are two jobs); a directory without log files of its own is "
+                    "an archive of job sub-directories.",
         epilog="JSON Lines on stdout (one object per job), progress and a summary grouped by "
                "category and rule captures on stderr. Exit codes: 0 every job triaged, 1 some "
-               "job unreadable, 2 usage error.")
+               "job unreadable, 2 usage error (a missing PATH among others: after the rest).")
     p.add_argument("paths", nargs="*", metavar="PATH", help="log file, job directory or archive")
     p.add_argument("--paths-from", metavar="FILE",
                    help="read more PATHs from FILE, one per line ('-' for stdin)")
@@ -77,19 +82,20 @@ def _collect_paths(args):
     return paths
 
 
-def find_jobs(paths: Iterable[str]) -> list[tuple[str, list[str]]]:
-    """[(job, files)] for all PATHs; ValueError naming the first PATH that yields nothing."""
+def find_jobs(paths: Iterable[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """([(job, files)] for all PATHs, [one line per PATH that yields nothing])."""
     from classifier.jobs.discover import discover_jobs
-    jobs = []
+    jobs, problems = [], []
     for path in paths:
         if not os.path.exists(path):
-            raise ValueError(f"{path}: no such file or directory")
+            problems.append(f"{path}: no such file or directory")
+            continue
         found = discover_jobs(path)
         if not found:
-            raise ValueError(f"{path}: no log files (*.log, *.out, *.err, *.txt, torchrun "
-                             f"attempt_N/) in it or its sub-directories")
+            problems.append(f"{path}: no log files (*.log, *.out, *.err, *.txt, torchrun "
+                            f"attempt_N/) in it or its sub-directories")
         jobs += found
-    return jobs
+    return jobs, problems
 
 
 def _check_rules(rules_dirs):
@@ -123,11 +129,14 @@ def main(argv: list[str]) -> int:
     if args.workers < 1:
         return _error("--workers must be at least 1")
     try:
-        jobs = find_jobs(_collect_paths(args))
+        jobs, bad_paths = find_jobs(_collect_paths(args))
     except ValueError as exc:
         return _error(str(exc))
+    for problem in bad_paths:  # reported now, the rest triaged, exit 2 at the end (as grep)
+        _error(problem)
     if not jobs:
-        return _error("no jobs: name log files, job directories or archives (see --help)")
+        return EXIT_ERROR if bad_paths else \
+            _error("no jobs: name log files, job directories or archives (see --help)")
     from classifier.rules.load import env_rules_dirs
     rules_dirs = tuple(env_rules_dirs() + args.rules_dir)
     if not _check_rules(rules_dirs):
@@ -167,10 +176,12 @@ def main(argv: list[str]) -> int:
             write_html(results, args.html)
         except OSError as exc:
             return _error(f"cannot write {args.html}: {exc.strerror or exc}")
+    if bad_paths:
+        return EXIT_ERROR
     return EXIT_SOME_FAILED if any("error" in r for r in results) else EXIT_OK
 
 
 def _summary_view(result):
     """What the summary needs of a result (keeps memory small over thousands of jobs)."""
-    keep = ("job", "group", "category", "layer", "error")
+    keep = ("job", "files", "grouping", "group", "category", "layer", "error")
     return {k: result[k] for k in keep if k in result}

@@ -4,6 +4,8 @@ import pytest
 
 from conftest import LOGS, diagnose_json
 
+from classifier.integrations.slurm import comment_text
+
 CASES = [
     # file, category, first evidence line, its rank
     ("srun_label_batch.log", "batch_size_mismatch", 14, 0),
@@ -38,3 +40,21 @@ def test_port_conflict_names_the_port():
     _, d = diagnose_json(LOGS / "pdsh_port.log")
     assert d["facts"]["port"] == "29500"
     assert any("29500" in step for step in d["remediation"])
+
+
+def test_srun_label_around_torchrun_rank_names_the_inner_rank_and_keeps_the_task():
+    # Two nodes, one `srun -l` task each running torchrun with 8 workers: `1: [rank13]: ...`.
+    code, d = diagnose_json(LOGS / "srun_torchrun_rank13.log")
+    assert (code, d["category"]) == (0, "gpu_oom")
+    ev = d["evidence"][0]
+    assert (ev["rank"], ev["task"]) == (13, 1)
+    assert d["facts"]["ranks"] == [13] and d["facts"]["ranks_summary"] == "1 of 16 ranks"
+    assert "srun_torchrun_rank13.log:42 rank 13)" in comment_text(d)  # the Slurm Comment
+    # the watchdog echoes on the other fifteen ranks, each under its own task
+    echoes = [e for s in d["secondary"] for e in s["evidence"]]
+    assert echoes and all(e["rank"] != 13 and e["task"] == e["rank"] // 8 for e in echoes)
+
+
+def test_srun_label_alone_is_the_rank_and_no_task():
+    _, d = diagnose_json(LOGS / "srun_label_batch.log")
+    assert d["evidence"][0]["rank"] == 0 and "task" not in d["evidence"][0]

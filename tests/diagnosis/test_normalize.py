@@ -2,7 +2,7 @@
 
 import pytest
 
-from classifier.diagnosis.normalize import strip_prefixes
+from classifier.diagnosis.normalize import peel_prefixes, strip_prefixes
 
 CASES = [
     # (line, message, rank, host)
@@ -53,6 +53,25 @@ CASES = [
 def test_prefix_forms(line, msg, rank, host):
     got_msg, got_rank, got_host, _ = strip_prefixes(line)
     assert (got_msg, got_rank, got_host) == (msg, rank, host)
+
+
+NESTED = [
+    # (line, message, rank, task): the innermost rank label is the rank, an outer one the task
+    ("1: [rank13]: RuntimeError: CUDA error: an illegal memory access was encountered",
+     "RuntimeError: CUDA error: an illegal memory access was encountered", 13, 1),
+    ("  0: [default3]:[W1002 14:31:10.673 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog",
+     "[W1002 14:31:10.673 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog", 3, 0),
+    ("1: gpu-node-02: [rank9]: ValueError: x", "ValueError: x", 9, 1),
+    ("3: KeyError: 'LOCAL_RANK'", "KeyError: 'LOCAL_RANK'", 3, None),
+    # srun's label is always outermost: a bare `2: ` after a rank label is not a rank
+    ("[rank4]: 2: something", "something", 4, None),
+]
+
+
+@pytest.mark.parametrize("line,msg,rank,task", NESTED, ids=[c[0][:24] for c in NESTED])
+def test_nested_rank_labels(line, msg, rank, task):
+    got_msg, got_rank, got_task, _, _ = peel_prefixes(line)
+    assert (got_msg, got_rank, got_task) == (msg, rank, task)
 
 
 def test_timestamps_are_parsed_for_ordering():

@@ -97,7 +97,7 @@ def test_report_is_self_contained_and_escapes_log_text(report):
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert not re.search(r"<link|\ssrc=|@import|url\(", page)  # nothing to fetch
     assert page.count('<tbody class="job"') == len(results)
-    assert "<svg id=\"chart\"" in page and page.count('class="bar"') == len({r["category"] for r in results})
+    assert '<div id="chart"' in page and page.count('class="bar"') == len({r["category"] for r in results})
     assert page.count('class="timeline"') == sum(1 for r in results if r.get("evidence"))
     assert "<script>document.title='pwned'" not in page and "&lt;/script&gt;&lt;script&gt;" in page
 
@@ -161,9 +161,135 @@ def test_the_error_checks_catch_a_broken_script(report, chromium, tmp_path):
     # The negative control: the same page with a failing call must trip both checks above.
     path, _ = report
     broken = tmp_path / "broken.html"
-    broken.write_text(path.read_text().replace("\n  apply();\n", "\n  apply();noSuchFunction();\n"))
+    broken.write_text(path.read_text().replace("\n  apply(true);\n", "\n  apply(true);noSuchFunction();\n"))
     proc = run_chromium(chromium, tmp_path, broken.as_uri(), "--dump-dom")
     dom = proc.stdout.decode()
     assert js_errors(dom) and "noSuchFunction" in dom
     assert not re.search(r'<html[^>]*data-ready="1"', dom)
     assert any("noSuchFunction" in line for line in console_lines(proc))
+
+
+def probe(page, tmp_path, script, name="probe.html"):
+    """A copy of the page with `script` run after the page's own (the CSP allows inline script):
+    it measures what only a browser knows and writes the answer into <html> attributes."""
+    copy = tmp_path / name
+    copy.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>"))
+    return copy
+
+
+def _html_attr(dom, name):
+    m = re.search(rf'<html[^>]*\sdata-{name}="([^"]*)"', dom)
+    return m and m.group(1)
+
+
+def test_legend_names_every_layer_in_its_colour(report):
+    from classifier.jobs.html import LAYER_COLOURS, OUTCOME_COLOURS
+    page = report[0].read_text()
+    legend = re.search(r'<ul id="legend".*?</ul>', page).group(0)
+    items = re.findall(r'background:(#[0-9a-f]{6})"></span>([a-z]+)</li>', legend)
+    expected = {layer: c for layer, c in LAYER_COLOURS.items() if layer} | \
+        {"unknown": OUTCOME_COLOURS["unknown"], "none": OUTCOME_COLOURS["none"],
+         "unreadable": OUTCOME_COLOURS["error"]}
+    assert {name: colour for colour, name in items} == expected
+    # every category pill on the page uses one of the legend's colours
+    assert set(re.findall(r'class="cat"[^>]*--c:(#[0-9a-f]{6})', page)) <= set(expected.values())
+
+
+def test_sections_are_linked_from_the_top_and_groups_start_collapsed(report, chromium, tmp_path):
+    path, results = report
+    page = path.read_text()
+    nav = re.search(r'<nav id="toc">.*?</nav>', page).group(0)
+    for target in re.findall(r'href="#([^"]+)"', nav):
+        assert f'id="{target}"' in page
+    assert "#sec-jobs" in nav and page.index('<nav id="toc">') < page.index('id="chart"')
+    assert '<details id="groups-box">' in page  # not open
+    dom = run_chromium(chromium, tmp_path, path.as_uri() + "#sec-groups", "--dump-dom").stdout.decode()
+    assert '<details id="groups-box" open="">' in dom  # the link to the groups opens them
+    assert f"{len(results)} of {len(results)} jobs shown" in dom and not js_errors(dom)
+
+
+@pytest.mark.parametrize("state", ["#category=gpu_oom", "?category=gpu_oom", "?filter=cat:gpu_oom"])
+def test_a_filter_in_the_url_filters_and_scrolls_to_the_jobs(report, chromium, tmp_path, state):
+    path, results = report
+    dom = run_chromium(chromium, tmp_path, path.as_uri() + state, "--window-size=1400,900",
+                       "--dump-dom").stdout.decode()
+    visible = re.findall(r'<tbody class="job"[^>]*? data-category="([^"]*)"[^>]*?(hidden="")?>', dom)
+    expected = sum(1 for r in results if r["category"] == "gpu_oom")
+    assert [c for c, hidden in visible if not hidden] == ["gpu_oom"] * expected
+    assert int(_html_attr(dom, "scrolled")) > 300 and not js_errors(dom)  # the table is below the chart
+    dom = run_chromium(chromium, tmp_path, path.as_uri(), "--window-size=1400,900",
+                       "--dump-dom").stdout.decode()
+    assert _html_attr(dom, "scrolled") is None  # no filter: the page opens at its top
+
+
+def test_a_filter_leaving_one_job_opens_it(report, chromium, tmp_path):
+    path, _ = report
+    # the hash wins over the query (the filter box writes the hash)
+    url = path.as_uri() + "?category=gpu_oom#filter=evil.log"
+    dom = run_chromium(chromium, tmp_path, url, "--dump-dom").stdout.decode()
+    shown = re.findall(r'<tbody class="job"(?![^>]*hidden="")[^>]*>.*?</tbody>', dom, re.S)
+    assert len(shown) == 1 and "<details open=" in shown[0]
+
+
+# For each word of the first evidence cells: does it sit on one line box?
+SPLIT_WORDS = """
+var cells=document.querySelectorAll('#jobs td.ev code'),split=0,words=0,lines=0;
+for(var c=0;c<Math.min(cells.length,8);c++){var node=cells[c].firstChild,text=node.textContent,re=/\\S+/g,m;
+  var all=document.createRange();all.selectNodeContents(cells[c]);
+  lines=Math.max(lines,Math.round(cells[c].getBoundingClientRect().height/parseFloat(getComputedStyle(cells[c]).lineHeight)));
+  while((m=re.exec(text))){if(m[0].length>24)continue;var r=document.createRange();
+    r.setStart(node,m.index);r.setEnd(node,m.index+m[0].length);words++;
+    var tops={},rects=r.getClientRects();for(var i=0;i<rects.length;i++)tops[Math.round(rects[i].top)]=1;
+    if(Object.keys(tops).length>1)split++;}}
+document.documentElement.setAttribute('data-split',split);
+document.documentElement.setAttribute('data-words',words);
+document.documentElement.setAttribute('data-lines',lines);
+"""
+
+
+def test_evidence_wraps_at_word_boundaries(report, chromium, tmp_path):
+    path, _ = report
+    page = probe(path, tmp_path, SPLIT_WORDS)
+    dom = run_chromium(chromium, tmp_path, page.as_uri(), "--window-size=1400,900", "--dump-dom").stdout.decode()
+    assert int(_html_attr(dom, "words")) > 100 and int(_html_attr(dom, "lines")) > 2  # it does wrap
+    assert _html_attr(dom, "split") == "0"
+
+
+WIDTHS = """
+document.documentElement.setAttribute('data-overflow',
+  document.documentElement.scrollWidth-window.innerWidth);
+"""
+
+
+def test_phone_width_page_does_not_scroll_sideways(report, chromium, tmp_path):
+    path, _ = report
+    page = probe(path, tmp_path, WIDTHS)
+    shot = tmp_path / "phone.png"
+    proc = run_chromium(chromium, tmp_path, page.as_uri(), "--window-size=390,844", f"--screenshot={shot}")
+    assert shot.exists() and console_lines(proc) == []
+    dom = run_chromium(chromium, tmp_path, page.as_uri(), "--window-size=390,844", "--dump-dom").stdout.decode()
+    assert int(_html_attr(dom, "overflow")) <= 0, "the page is wider than a phone"
+    dom = run_chromium(chromium, tmp_path, page.as_uri(), "--window-size=1400,900", "--dump-dom").stdout.decode()
+    assert int(_html_attr(dom, "overflow")) <= 0
+
+
+def test_remediation_markdown_becomes_markup_and_log_text_stays_text():
+    from classifier.jobs.html import markdown_inline
+    assert markdown_inline("lower `train_micro_batch_size_per_gpu` and **then** retry") == \
+        "lower <code>train_micro_batch_size_per_gpu</code> and <strong>then</strong> retry"
+    assert markdown_inline("see [the docs](https://www.deepspeed.ai/docs/config-json/)") == \
+        'see <a href="https://www.deepspeed.ai/docs/config-json/" rel="noreferrer">the docs</a>'
+    # what came from a log is escaped, inside code spans too; only http(s) links are links
+    assert markdown_inline("symbol `<script>x</script>` & <b>") == \
+        "symbol <code>&lt;script&gt;x&lt;/script&gt;</code> &amp; &lt;b&gt;"
+    assert "<a" not in markdown_inline("[x](javascript:alert(1))")
+    assert markdown_inline('[x](https://a.b/"onmouseover="y)').count('"') == 4  # the quote is escaped
+    assert markdown_inline("an odd ` backtick") == "an odd ` backtick"
+
+
+def test_remediation_shows_code_not_backticks_in_the_browser(report, chromium, tmp_path):
+    path, _ = report
+    dom = run_chromium(chromium, tmp_path, path.as_uri() + "#open=all", "--dump-dom").stdout.decode()
+    steps = re.findall(r'<ol class="steps">(.*?)</ol>', dom, re.S)
+    assert steps and any("<code>" in s for s in steps)
+    assert not any("`" in re.sub(r"<[^>]+>", "", s) for s in steps)

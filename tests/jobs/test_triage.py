@@ -92,7 +92,9 @@ def test_summary_groups_by_category_and_rule_captures(tmp_path):
     assert by_group[key_29500][:3] == ["port_conflict", "3", "2"]
     assert by_group[key_29501][0] == "1"
     assert "gpu_oom" in rows and "unknown" in rows
-    assert err.splitlines()[-1] == "5 jobs: 4 diagnosed, 1 unknown, 0 none"
+    assert err.splitlines()[-2] == "5 jobs: 4 diagnosed, 1 unknown, 0 none"
+    assert err.splitlines()[-1] == ("grouping: 9 files read as 5 jobs: 3 single files, "
+                                    "1 from rank files (2 files), 1 from torchrun log dirs (4 files)")
 
 
 def test_group_key_keeps_identities_and_drops_what_varies():
@@ -141,7 +143,7 @@ def test_usage_errors_exit_2_with_one_line(tmp_path, args):
 def test_unreadable_job_gets_an_error_line_and_exit_1(monkeypatch, capsys, tmp_path):
     ghost = str(tmp_path / "gone" / "rank0.log")
     jobs = [("gone", [ghost]), ("ok", [str(LOGS / "healthy.log")])]
-    monkeypatch.setattr(triage, "find_jobs", lambda paths: jobs)
+    monkeypatch.setattr(triage, "find_jobs", lambda paths: (jobs, []))
     code = triage.main(["-j", "1", "whatever"])
     out, err = capsys.readouterr()
     objs = [json.loads(line) for line in out.splitlines()]
@@ -186,3 +188,41 @@ def test_progress_bar_and_table_on_a_terminal(tmp_path):
     assert b"\x1b" not in out
     assert "triage" in shown and "/40" in shown  # the bar: "triage ━━━ n/40 jobs"
     assert "dsdiag triage" in shown and "40 jobs:" in shown  # the rich summary table
+
+
+def _slurm_folder(folder):
+    """Four unrelated Slurm jobs in one folder, Slurm's default `slurm-%j.out` names."""
+    folder.mkdir()
+    for job, log in ((1001, "healthy.log"), (1002, "pdsh_port.log"), (1003, "k8s_disk.log"),
+                     (1004, "unknown_keyerror.log")):
+        shutil.copy(LOGS / log, folder / f"slurm-{job}.out")
+    return folder
+
+
+def test_a_folder_of_slurm_job_outputs_is_four_jobs_with_their_own_categories(tmp_path):
+    folder = _slurm_folder(tmp_path / "slurm")
+    proc = run_dsdiag("triage", "-j", "2", folder)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = _jsonl(proc)
+    assert [os.path.basename(o["job"]) for o in out] == [f"slurm-{j}.out" for j in range(1001, 1005)]
+    assert [o["category"] for o in out] == ["none", "port_conflict", "disk_full", "unknown"]
+    assert all((o["files"], o["grouping"]) == (1, "file") for o in out)
+    assert "grouping: 4 files read as 4 jobs: 4 single files" in proc.stderr.decode()
+
+
+def test_corpus_folder_is_one_job_per_file():
+    logs = sorted(p for p in (ROOT / "corpus" / "none").iterdir() if ".log" in p.name)
+    proc = run_dsdiag("triage", "-q", "-j", "2", ROOT / "corpus" / "none")
+    out = _jsonl(proc)
+    assert [o["job"] for o in out] == [str(p) for p in logs]
+    assert sum(o["category"] == "none" for o in out) >= len(out) - 2  # their own labels, mostly none
+
+
+def test_a_missing_path_among_many_is_reported_and_the_rest_triaged_exit_2(tmp_path):
+    proc = run_dsdiag("triage", "-j", "1", LOGS / "pdsh_port.log", tmp_path / "gone.log",
+                      LOGS / "healthy.log")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in err
+    assert f"dsdiag triage: error: {tmp_path / 'gone.log'}: no such file or directory" in err
+    assert [o["category"] for o in _jsonl(proc)] == ["port_conflict", "none"]
+    assert "2 jobs: 1 diagnosed" in err  # the summary of what was there
