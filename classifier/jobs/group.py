@@ -13,6 +13,7 @@ make two groups. Jobs no rule explains are grouped by the exception type of thei
 import re
 from typing import Any
 
+from classifier.facts import fact_text
 from classifier.vocabulary import EXCEPTION_TYPE
 
 # Captured values that differ between runs of the same failure; never part of a grouping key.
@@ -38,7 +39,7 @@ MAX_KEY_VALUE = 60
 
 
 def _key_value(value):
-    text = _SPACES.sub(" ", str(value)).strip()
+    text = _SPACES.sub(" ", fact_text(value)).strip()
     if "/" in text and " " not in text:
         text = text.rstrip("/").rsplit("/", 1)[-1] or text
     return text if len(text) <= MAX_KEY_VALUE else text[:MAX_KEY_VALUE - 1] + "…"
