@@ -175,3 +175,14 @@ def test_output_does_not_depend_on_hash_order():
     outs = {run_dsdiag("check-config", "--world-size", "8", "--params", "7B", *names,
                        env={"PYTHONHASHSEED": seed}, timeout=120).stdout for seed in ("1", "2")}
     assert len(outs) == 1
+
+
+def test_hf_names_inside_optimizer_and_scheduler_params(ds):
+    config = dict(BASE, optimizer={"type": "AdamW", "params": {"learning_rate": 1e-4,
+                                                               "adam_epsilon": 1e-8}},
+                  scheduler={"type": "WarmupDecayLR", "params": {"total_num_steps": 1000,
+                                                                 "max_steps": 1000}})
+    found = {f.key: f.facts.get("suggestion") for f in problems(check(ds, config))}
+    assert found["optimizer.params.learning_rate"] == "lr"
+    assert found["optimizer.params.adam_epsilon"] == "eps"
+    assert found["scheduler.params.max_steps"] == "total_num_steps"

@@ -25,6 +25,9 @@ HF_ARGUMENTS = {
     "fp16": "fp16.enabled",
     "bf16": "bf16.enabled",
 }
+# The same names inside "optimizer.params" / "scheduler.params": the parameter they become.
+HF_PARAMETERS = {name: target.rsplit(".", 1)[1] for name, target in HF_ARGUMENTS.items()
+                 if target.startswith(("optimizer.params.", "scheduler.params."))}
 # A config is HF's when at least this many of the keys HF fills are "auto", and they are most
 # of those keys present: a config meant for DeepSpeed alone has one stray "auto", not a pattern.
 MIN_AUTO = 3
