@@ -29,7 +29,7 @@ VOLATILE_FACTS = frozenset({
     "requested", "free", "total", "allocated", "reserved", "reserved_unallocated", "used",
     "needed", "size", "limit", "anon_rss", "total_vm", "elapsed_ms", "timeout", "timeout_ms",
     "timeout_s", "heartbeat_s", "count", "joined", "skipped", "last_completed", "last_enqueued",
-    "scale", "available_tokens",
+    "scale", "available_tokens", "steps_taken", "total_steps",
     # the stack around the failure, not the failure (versions that ARE the failure, like
     # torch_cuda vs system_cuda, stay)
     "nccl_version",
