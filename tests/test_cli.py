@@ -30,7 +30,7 @@ def test_json_contract_fields_and_types():
     code, d = diagnose_json(DEMO)
     assert code == 0
     assert set(d) == CONTRACT
-    assert d["schema_version"] == 1
+    assert d["schema_version"] == 2
     assert d["tool"]["name"] == "dsdiag" and d["tool"]["rules"].startswith("sha256:")
     assert d["category"] == "gpu_oom" and d["layer"] == "config" and d["source"] == "rule"
     assert 0 < d["confidence"] <= 1 and d["rule"].startswith("gpu_oom.")
@@ -225,7 +225,7 @@ def test_a_user_file_with_only_category_and_rules_joins_the_builtin_category(tmp
     log = tmp_path / "job.log"
     log.write_text("step 740 loss 1.2\nnode7: BMC ALARM gpu5 power\n")
     d = json.loads(run_dsdiag("--format", "json", "--rules-dir", tmp_path, log).stdout)
-    assert (d["category"], d["rule"], d["facts"]["gpu"]) == ("gpu_hardware", "gpu_hardware.site_bmc_alarm", "5")
+    assert (d["category"], d["rule"], d["facts"]["gpu"]) == ("gpu_hardware", "gpu_hardware.site_bmc_alarm", 5)
     xid = tmp_path / "xid.log"
     xid.write_text("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n")
     alone = json.loads(run_dsdiag("--format", "json", xid).stdout)

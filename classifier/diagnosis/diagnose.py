@@ -27,7 +27,7 @@ from classifier.taxonomy import retry_verdict
 if TYPE_CHECKING:
     from classifier.rules.model import RuleSet
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: facts are typed (classifier/facts.py)
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
 def tool_info(rules: "RuleSet") -> dict[str, str]:
     """What produced a diagnosis: dsdiag's version and the rule set's hash."""

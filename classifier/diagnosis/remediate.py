@@ -4,6 +4,8 @@ import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
+from classifier.facts import fact_text, typed_facts
+
 if TYPE_CHECKING:
     from classifier.rules.model import CategoryInfo, Rule
 
@@ -12,27 +14,28 @@ _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 def _as_int(value):
     try:
-        return int(str(value).replace(",", ""))
+        return int(float(str(value).replace(",", "")))
     except (TypeError, ValueError):
         return None
 
 
 def derive_facts(category: str, facts: Mapping[str, object],
                  ranks_seen: Collection[int]) -> dict[str, object]:
-    """Add values computed from the captured ones (corrected batch sizes, world size)."""
+    """Add values computed from the captured ones (corrected batch sizes, world size), and type
+    them all for the JSON contract (classifier/facts.py)."""
     out = dict(facts)
     if "world_size" not in out and len(ranks_seen) > 1:
-        out["world_size"] = str(max(ranks_seen) + 1)
+        out["world_size"] = max(ranks_seen) + 1
     if category == "batch_size_mismatch":
         tbs = _as_int(out.get("train_batch_size"))
         micro = _as_int(out.get("micro_batch"))
         gas = _as_int(out.get("grad_acc"))
         world = _as_int(out.get("world_size"))
         if micro and gas and world:
-            out["expected_train_batch_size"] = str(micro * gas * world)
+            out["expected_train_batch_size"] = micro * gas * world
         if tbs and micro and world and tbs % (micro * world) == 0:
-            out["suggested_grad_acc"] = str(tbs // (micro * world))
-    return out
+            out["suggested_grad_acc"] = tbs // (micro * world)
+    return typed_facts(out)
 
 
 def fill(template: str, facts: Mapping[str, object]) -> str | None:
@@ -45,7 +48,7 @@ def fill(template: str, facts: Mapping[str, object]) -> str | None:
         if value is None:
             missing = True
             return m.group(0)
-        return str(value)
+        return fact_text(value)
 
     text = _PLACEHOLDER.sub(sub, template)
     return None if missing else text

@@ -13,6 +13,7 @@ make two groups. Jobs no rule explains are grouped by the exception type of thei
 import re
 from typing import Any
 
+from classifier.facts import fact_text
 from classifier.vocabulary import EXCEPTION_TYPE
 
 # Captured values that differ between runs of the same failure; never part of a grouping key.
@@ -28,7 +29,7 @@ VOLATILE_FACTS = frozenset({
     "requested", "free", "total", "allocated", "reserved", "reserved_unallocated", "used",
     "needed", "size", "limit", "anon_rss", "total_vm", "elapsed_ms", "timeout", "timeout_ms",
     "timeout_s", "heartbeat_s", "count", "joined", "skipped", "last_completed", "last_enqueued",
-    "scale", "available_tokens",
+    "scale", "available_tokens", "steps_taken", "total_steps",
     # the stack around the failure, not the failure (versions that ARE the failure, like
     # torch_cuda vs system_cuda, stay)
     "nccl_version",
@@ -38,7 +39,7 @@ MAX_KEY_VALUE = 60
 
 
 def _key_value(value):
-    text = _SPACES.sub(" ", str(value)).strip()
+    text = _SPACES.sub(" ", fact_text(value)).strip()
     if "/" in text and " " not in text:
         text = text.rstrip("/").rsplit("/", 1)[-1] or text
     return text if len(text) <= MAX_KEY_VALUE else text[:MAX_KEY_VALUE - 1] + "…"

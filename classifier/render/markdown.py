@@ -2,6 +2,8 @@
 
 from typing import Any, TextIO
 
+from classifier.facts import fact_text
+
 
 def _fence(lines):
     # A log line may itself contain backticks: pick a fence no line contains.
@@ -35,7 +37,7 @@ def render_markdown(d: dict[str, Any], stream: TextIO) -> None:
     if facts:
         w("**Facts**\n\n")
         for key, value in facts.items():
-            w(f"- {key}: `{value}`\n")
+            w(f"- {key}: `{fact_text(value)}`\n")
         w("\n")
     if d["remediation"]:
         w("**What to do**\n\n")

@@ -7,6 +7,8 @@ must print exactly as the job wrote it.
 import os
 from typing import Any, TextIO
 
+from classifier.facts import fact_text
+
 
 def _segments(d):
     """The report as lines of (style, text) segments, independent of the terminal."""
@@ -29,7 +31,7 @@ def _segments(d):
         out.append([])
         out.append([("bold", "Facts")])
         for key, value in facts.items():
-            out.append([("", f"  {key}: "), ("green", str(value))])
+            out.append([("", f"  {key}: "), ("green", fact_text(value))])
     if d["remediation"]:
         out.append([])
         out.append([("bold", "What to do")])

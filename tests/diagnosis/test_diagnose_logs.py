@@ -31,14 +31,14 @@ def test_hard_wrapped_batch_message_yields_the_numbers_and_the_fix():
     _, d = diagnose_json(LOGS / "srun_label_batch.log")
     facts = d["facts"]
     assert (facts["train_batch_size"], facts["micro_batch"], facts["grad_acc"], facts["world_size"]) == \
-        ("32", "4", "2", "2")
-    assert facts["expected_train_batch_size"] == "16" and facts["suggested_grad_acc"] == "4"
+        (32, 4, 2, 2)
+    assert facts["expected_train_batch_size"] == 16 and facts["suggested_grad_acc"] == 4
     assert any("16" in step for step in d["remediation"]), d["remediation"]
 
 
 def test_port_conflict_names_the_port():
     _, d = diagnose_json(LOGS / "pdsh_port.log")
-    assert d["facts"]["port"] == "29500"
+    assert d["facts"]["port"] == 29500
     assert any("29500" in step for step in d["remediation"])
 
 

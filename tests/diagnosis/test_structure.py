@@ -35,7 +35,7 @@ def _diagnose(tmp_path, text, name="job.log"):
 
 def test_the_same_decode_error_is_config_or_data_by_its_caller(tmp_path):
     config = _diagnose(tmp_path, CONFIG_JSON)
-    assert config["category"] == "config_json_syntax" and config["facts"]["line"] == "14"
+    assert config["category"] == "config_json_syntax" and config["facts"]["line"] == 14
     data = _diagnose(tmp_path, DATASET_JSON)
     assert data["category"] == "unknown"
     assert "utils.py:jload" in data["remediation"][0] and "not by the DeepSpeed config" in data["remediation"][0]
@@ -82,7 +82,7 @@ def test_loss_scale_collapse_is_a_failure_and_a_recovery_is_not(tmp_path):
                       f"reducing to {2 ** k}\n" for k in range(12, -1, -1))
     d = _diagnose(tmp_path, "step 1 loss 2.0\n" + halving)
     assert d["category"] == "fp16_overflow" and d["rule"] == "fp16_overflow.loss_scale_halving_trend"
-    assert (d["facts"]["first_scale"], d["facts"]["last_scale"]) == ("4096", "1")
+    assert (d["facts"]["first_scale"], d["facts"]["last_scale"]) == (4096.0, 1.0)
     start = "".join(f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2 ** (k + 1)}, "
                     f"reducing to {2 ** k}\n" for k in range(31, 15, -1))
     steps = "".join(f"{{'loss': {2 - i / 1000:.3f}, 'learning_rate': 2e-05, 'epoch': 0.{i:02d}}}\n"

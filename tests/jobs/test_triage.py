@@ -59,7 +59,7 @@ def test_one_json_object_per_job_in_order_with_the_contract(tmp_path):
     assert jobs == ["job-a", "job-b", "job-c", "may"]
     assert out[-1]["job"] == str(extra)
     for obj in out:
-        assert obj["schema_version"] == 1 and "error" not in obj
+        assert obj["schema_version"] == 2 and "error" not in obj
         contract = {"category", "layer", "confidence", "rule", "evidence", "facts", "remediation"}
         assert contract | {"group"} <= set(obj)
     assert [o["category"] for o in out] == ["port_conflict"] * 3 + ["none", "unknown"]

@@ -11,6 +11,7 @@ ones in zero. Messages quote what DeepSpeed itself would say where it says anyth
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from classifier.preflight.config import hf
 from classifier.preflight.deepspeed import introspect as ds_introspect
 from classifier.preflight.deepspeed import schema as ds_schema
 from classifier.preflight.finding import Finding, did_you_mean
@@ -138,6 +139,11 @@ def _unknown_top_level(ctx, key):
         ctx.add("config_field_error", "note", key,
                 f'"{key}" is not a DeepSpeed key; DeepSpeed ignores it, which is fine for a comment')
         return
+    if key in hf.HF_ARGUMENTS:
+        message, fix = hf.hf_argument_message(key, ctx.get(key), ctx.dsname)
+        ctx.add("config_field_error", "warning", key, message, fix,
+                suggestion=hf.HF_ARGUMENTS[key])
+        return
     guess = did_you_mean(key, [k for k in ctx.schema.top if k not in ctx.schema.removed])
     consequence = ""
     if guess == "zero_optimization":
@@ -162,6 +168,15 @@ def _check_section(ctx, path, node, spec, strict):
             return
         if node.value == "auto":
             return  # reported by check_auto
+        if path in ("fp16", "bf16") and node.kind == "bool":
+            # TrainingArguments' form; DeepSpeedConfig does DeepSpeedFP16Config(**value)
+            ctx.add("config_field_error", "error", path,
+                    f'"{path}": {str(node.value).lower()} is the Hugging Face TrainingArguments '
+                    f"form; {ctx.dsname} wants an object and stops at start-up (TypeError: "
+                    "argument after ** must be a mapping, not bool)",
+                    f'write "{path}": {{"enabled": {str(node.value).lower()}}}',
+                    suggestion=f"{path}.enabled")
+            return
         ctx.add("config_field_error", "error", path,
                 f'"{path}" must be an object ({{...}}), not {node.kind} {node.to_python()!r}',
                 f'write "{path}": {{ ... }}')

@@ -1,19 +1,21 @@
-"""`dsdiag check-config ds_config.json`: find the config faults before the job costs anything.
+"""`dsdiag check-config ds_config.json...`: find the config faults before the job costs anything.
 
-Each problem prints as `path:line:col: category: message` with the fix below it; categories are
-the taxonomy ids of the log diagnosis. Exit 0 clean (notes allowed), 1 problems, 2 unreadable
-file or usage error. The checks use the installed DeepSpeed's own config models when deepspeed
-is importable (and say which version), dsdiag's own schema otherwise (and say so).
+Each finding prints as `path:line:col: severity: category: message` with the fix below it
+(report.py; also JSON and GitHub Actions annotations); categories are the taxonomy ids of the
+log diagnosis. Exit 0 clean (notes allowed), 1 problems (errors, or warnings unless
+`--fail-on error`), 2 a file that cannot be read or a usage error. The checks use the installed
+DeepSpeed's own config models when deepspeed is importable (and say which version), dsdiag's
+own schema otherwise (and say so).
 """
 
 import argparse
-import json
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
-from classifier.preflight.finding import EXIT_ERROR, Finding, count_line, exit_code
+from classifier.preflight.config import report
+from classifier.preflight.finding import EXIT_CLEAN, EXIT_ERROR, EXIT_PROBLEMS, Finding
 
 if TYPE_CHECKING:
     from classifier.preflight.config.checks import World
@@ -48,9 +50,10 @@ def _parser():
         description="Check a DeepSpeed config before launching: syntax and which consumer "
                     "breaks on it, unknown keys, types, batch arithmetic, precision, optimizer "
                     "and scheduler parameters, ZeRO-3 memory.",
-        epilog="Exit codes: 0 no problems (notes allowed), 1 problems found, 2 unreadable file "
-               "or usage error.")
-    p.add_argument("config", metavar="CONFIG", help="the ds_config.json file")
+        epilog="Exit codes: 0 no problems (notes allowed), 1 problems found (errors, and "
+               "warnings unless --fail-on error), 2 a file that cannot be read or a usage error.")
+    p.add_argument("configs", nargs="+", metavar="CONFIG",
+                   help="ds_config.json files; '-' reads one from stdin")
     world = p.add_mutually_exclusive_group()
     world.add_argument("--world-size", type=_positive, metavar="N",
                        help="data-parallel world size (total GPUs without TP/PP)")
@@ -68,10 +71,16 @@ def _parser():
                    help="check against the installed DeepSpeed's models (auto when importable) "
                         "or dsdiag's built-in schema")
     env_format = os.environ.get("DSDIAG_FORMAT")
-    p.add_argument("-f", "--format", choices=("text", "json"),
-                   default=env_format if env_format in ("text", "json") else "text",
-                   help="output format (default text; env DSDIAG_FORMAT)")
+    p.add_argument("-f", "--format", choices=FORMATS,
+                   default=env_format if env_format in FORMATS else "text",
+                   help="text, json, or github (Actions annotations); default text, env "
+                        "DSDIAG_FORMAT")
+    p.add_argument("--fail-on", choices=("warning", "error"), default="warning",
+                   help="the lowest severity that makes the exit code 1 (default warning)")
     return p
+
+
+FORMATS = ("text", "json", "github")
 
 
 class Unreadable(Exception):
@@ -79,10 +88,14 @@ class Unreadable(Exception):
 
 
 def read_text(path: str) -> str:
-    """The file's text, decoded as UTF-8; raises Unreadable when it cannot be read."""
+    """The file's text ('-': stdin's), decoded as UTF-8; raises Unreadable when it cannot be."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        if path == "-":
+            raw = sys.stdin.buffer.read()
+            path = report.STDIN_NAME
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read()
     except OSError as exc:
         raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
@@ -121,10 +134,10 @@ def syntax_findings(text: str, parsed: "Parsed", hf: bool) -> tuple[list[Finding
         detail = strict.message if not strict.ok else ds.message
         if parsed.error is not None and not where.line:
             detail = parsed.error.message
-        readers = "neither DeepSpeed (hjson) nor json.load (HF Trainer, accelerate, scripts)" \
-            if not ds.ok else "json.load (HF Trainer, accelerate, scripts)"
-        findings.append(Finding("config_json_syntax", "error",
-                                f"{readers} can read this file: {detail}",
+        readers = "neither DeepSpeed (hjson) nor json.load (HF Trainer, accelerate, scripts) " \
+            "can read this file" if not ds.ok else \
+            "json.load (HF Trainer, accelerate, scripts) cannot read this file (DeepSpeed's hjson can)"
+        findings.append(Finding("config_json_syntax", "error", f"{readers}: {detail}",
                                 "fix the structure at this position (a missing comma, quote or "
                                 "closing brace is the usual cause)", line, col))
         return findings, False
@@ -183,11 +196,20 @@ def check_config(text: str, world: "World | None" = None, hf: bool = False,
                  ) -> tuple[list[Finding], "Schema"]:
     """Check config text; return (findings sorted by position, schema used)."""
     from classifier.preflight.config import checks, optim, precision, zero
+    from classifier.preflight.config import hf as hf_config
     from classifier.preflight.deepspeed import introspect as ds_introspect
     from classifier.preflight.config.parse import parse_config
     schema = schema or ds_introspect.builtin_schema()
+    if not text.lstrip("\ufeff").strip():
+        return [Finding("config_json_syntax", "error", "the file is empty, so it cannot be read "
+                        "as a config: json.load (HF Trainer, accelerate) fails with 'Expecting "
+                        "value', and DeepSpeed reads it as {} and stops for want of a batch size",
+                        "write the config into it (or point --deepspeed at the right file)",
+                        1, 1)], schema
     parsed = parse_config(text)
-    findings, readable = syntax_findings(text, parsed, hf)
+    hf_autos = [] if hf or parsed.error is not None or parsed.root.kind != "object" else \
+        hf_config.auto_paths(parsed.root.to_python())
+    findings, readable = syntax_findings(text, parsed, hf or bool(hf_autos))
     if not readable:
         return findings, schema
     if parsed.root.kind != "object":
@@ -195,9 +217,19 @@ def check_config(text: str, world: "World | None" = None, hf: bool = False,
                                 f"the config must be a JSON object ({{...}}), not {parsed.root.kind}",
                                 "wrap the settings in { }", parsed.root.line, parsed.root.col))
         return findings, schema
-    ctx = checks.Context(parsed.root, schema, world or checks.World(), hf=hf,
-                                params=params, largest_layer=largest_layer,
-                                gpu_memory_gib=gpu_memory_gib, findings=findings)
+    ctx = checks.Context(parsed.root, schema, world or checks.World(), hf=hf or bool(hf_autos),
+                         params=params, largest_layer=largest_layer,
+                         gpu_memory_gib=gpu_memory_gib, findings=findings)
+    if hf_autos:
+        # One finding, then the checks as under --hf, rather than an error per "auto".
+        hf_autos.sort(key=lambda path: checks.locate(parsed.root, path))
+        shown = ", ".join(hf_autos[:4]) + (", ..." if len(hf_autos) > 4 else "")
+        ctx.add("config_field_error", "warning", hf_autos[0],
+                f'{len(hf_autos)} values are "auto" ({shown}): this config is written for the '
+                "Hugging Face integration (Trainer / accelerate), which fills them in, while "
+                'DeepSpeed alone fails on the first "auto" it reads; checked as with --hf',
+                "use --hf when the config goes through HF Trainer or accelerate; otherwise set "
+                "real values", auto_keys=hf_autos)
     checks.check_keys(ctx)
     checks.check_auto(ctx)
     checks.check_batch(ctx)
@@ -207,7 +239,8 @@ def check_config(text: str, world: "World | None" = None, hf: bool = False,
     zero.check_zero(ctx)
     if schema.source == "deepspeed" and not any(f.severity == "error" for f in findings):
         _second_opinion(ctx)
-    findings.sort(key=lambda f: (f.line, f.col, ("error", "warning", "note").index(f.severity)))
+    findings.sort(key=lambda f: (f.line, f.col, ("error", "warning", "note").index(f.severity),
+                                 f.category, f.message))
     return findings, schema
 
 
@@ -239,50 +272,8 @@ def _keys(data, prefix=""):
         yield path
 
 
-def _checked_against(schema, why):
-    if schema.source == "deepspeed":
-        text = f"checked against DeepSpeed {schema.version}'s own config models"
-        if schema.fallback_sections:
-            text += f" (built-in schema for {', '.join(schema.fallback_sections)})"
-        return text
-    return (f"checked against dsdiag's built-in schema (follows DeepSpeed {schema.version}; "
-            f"{why})")
-
-
-def render_text(path: str, findings: list[Finding], schema: "Schema", why: str,
-                out: TextIO) -> None:
-    """Write the findings as `path:line:col: category: message` lines, then the count."""
-    for f in findings:
-        tag = "note: " if f.severity == "note" else ""
-        out.write(f"{path}:{f.line}:{f.col}: {f.category}: {tag}{f.message}\n")
-        if f.fix and f.severity != "note":
-            out.write(f"    fix: {f.fix}\n")
-        elif f.fix:
-            out.write(f"    hint: {f.fix}\n")
-    out.write(f"{count_line(findings)}; {_checked_against(schema, why)}\n")
-
-
-def render_json(path: str, findings: list[Finding], schema: "Schema", why: str,
-                world: "World | None", out: TextIO) -> None:
-    """Write the findings as one JSON document (schema_version 1), problems apart from notes."""
-    problems = [dict(f.to_json(), file=path) for f in findings if f.is_problem]
-    notes = [dict(f.to_json(), file=path) for f in findings if not f.is_problem]
-    doc = {
-        "schema_version": 1,
-        "file": path,
-        "checked_against": {"source": schema.source, "deepspeed_version": schema.version,
-                            "reason": why, "text": _checked_against(schema, why)},
-        "world_size": world.size if world else None,
-        "problems": problems,
-        "notes": notes,
-        "summary": count_line(findings),
-    }
-    json.dump(doc, out, indent=2, default=str)
-    out.write("\n")
-
-
 def main(argv: list[str]) -> int:
-    """`dsdiag check-config`: check the config file, print the findings; return the exit code."""
+    """`dsdiag check-config`: check each config file, print the findings; return the exit code."""
     from classifier.preflight.config.checks import World
     parser = _parser()
     args = parser.parse_args(argv)
@@ -296,17 +287,36 @@ def main(argv: list[str]) -> int:
     elif args.nodes:
         world = World(args.nodes * args.gpus_per_node, args.nodes, args.gpus_per_node)
     try:
-        text = read_text(args.config)
         schema, why = choose_schema(args.schema)
     except Unreadable as exc:
         sys.stderr.write(f"dsdiag check-config: error: {exc}\n")
         return EXIT_ERROR
-    findings, schema = check_config(text, world, hf=args.hf, params=args.params,
-                                    largest_layer=args.largest_layer_params,
-                                    gpu_memory_gib=args.gpu_memory, schema=schema)
+    everything, docs, read = [], [], 0
+    for path in args.configs:
+        shown = report.STDIN_NAME if path == "-" else path
+        try:
+            text = read_text(path)
+        except Unreadable as exc:  # say so and go on with the other files, as linters do
+            sys.stdout.flush()
+            sys.stderr.write(f"dsdiag check-config: error: {exc}\n")
+            continue
+        read += 1
+        findings, schema = check_config(text, world, hf=args.hf, params=args.params,
+                                        largest_layer=args.largest_layer_params,
+                                        gpu_memory_gib=args.gpu_memory, schema=schema)
+        everything += findings
+        if args.format == "json":
+            docs.append(report.json_document(shown, findings, schema, why, world))
+        elif args.format == "github":
+            report.render_github(shown, findings, sys.stdout)
+        else:
+            report.render_text(shown, findings, sys.stdout)
     if args.format == "json":
-        render_json(args.config, findings, schema, why, world, sys.stdout)
-    else:
-        render_text(args.config, findings, schema, why, sys.stdout)
+        report.render_json(docs, sys.stdout)
+    elif read:
+        sys.stdout.write(report.summary_line(everything, read, schema, why) + "\n")
     sys.stdout.flush()
-    return exit_code(findings)
+    if read < len(args.configs):
+        return EXIT_ERROR
+    failing = ("error",) if args.fail_on == "error" else ("error", "warning")
+    return EXIT_PROBLEMS if any(f.severity in failing for f in everything) else EXIT_CLEAN

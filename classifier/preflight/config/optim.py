@@ -9,6 +9,7 @@ classifier.preflight.deepspeed.schema.
 
 from typing import TYPE_CHECKING
 
+from classifier.preflight.config import hf
 from classifier.preflight.deepspeed import introspect as ds_introspect
 from classifier.preflight.deepspeed import schema as ds_schema
 from classifier.preflight.config.checks import as_stage, is_int, truthy
@@ -149,7 +150,9 @@ def _report_unknown_params(ctx, category, section, owner, call, cls, keys, accep
     for key in keys:
         if key in accepted:
             continue
-        guess = did_you_mean(key, list(accepted))
+        guess = hf.HF_PARAMETERS.get(key)
+        if guess not in accepted:  # an HF argument name maps to its parameter; else spelling
+            guess = did_you_mean(key, list(accepted))
         ctx.add(category, "error", f"{section}.params.{key}",
                 f'{owner} has no parameter "{key}": DeepSpeed {call} and it raises TypeError '
                 f"(unexpected keyword argument '{key}')",

@@ -1,9 +1,9 @@
 """ZeRO settings that do not do what they say, and the ZeRO-3 memory estimate.
 
-The chapter's checklist item 6: ZeRO-3 without offload_optimizer is the textbook OOM. With
-`--params N` the per-GPU model-state memory is estimated with DeepSpeed's own
-estimate_zero3_model_states_mem_needs when deepspeed is importable, else with the same published
-formula.
+ZeRO-3 without offload is the most frugal stage and the usual one on large clusters, so it is
+only a problem when the model states do not fit: with `--params N` the per-GPU model-state
+memory is estimated with DeepSpeed's own estimate_zero3_model_states_mem_needs when deepspeed
+is importable, else with the same published formula, and `--gpu-memory` judges it.
 """
 
 from typing import TYPE_CHECKING
@@ -50,29 +50,42 @@ def check_zero(ctx: "Context") -> None:
     opt_off = devices["offload_optimizer"] != "none"
     param_off = devices["offload_param"] != "none"
     estimate = _zero3_estimates(ctx, opt_off, param_off)
-    if opt_off:
-        if estimate:
-            ctx.add("gpu_oom", "note", "zero_optimization.stage", estimate["text"], **estimate["facts"])
+    if estimate is None:
+        if not opt_off:
+            ctx.add("gpu_oom", "note", "zero_optimization.stage",
+                    "ZeRO-3 without offload keeps every state on the GPUs, sharded across them; "
+                    "whether it fits depends on the model size and the number of GPUs",
+                    "pass --params N --gpu-memory GIB (and the world size) for an estimate")
         return
-    severity = "warning"
-    per_gpu = estimate["facts"]["gpu_bytes_per_device"] if estimate else None
-    if per_gpu is not None and ctx.gpu_memory_gib:
-        share = per_gpu / (ctx.gpu_memory_gib * GIB)
-        severity = "error" if share > 1 else "warning" if share > 0.6 else "note"
-    if severity == "note":
-        message = "ZeRO-3 without offload keeps parameters, gradients and optimizer states on " \
-                  "the GPUs, and the model states fit here"
-    else:
-        message = ("ZeRO-3 without offload: parameters, gradients and the fp32 optimizer states "
-                   "all stay in GPU memory (about 18 bytes per parameter, divided across the "
-                   "GPUs) - the textbook way to run out of GPU memory")
-    if estimate:
-        message += "; " + estimate["text"]
-    ctx.add("gpu_oom", severity, "zero_optimization.stage", message,
-            'add "offload_optimizer": {"device": "cpu", "pin_memory": true} to '
-            '"zero_optimization"; if it still does not fit, also "offload_param": '
-            '{"device": "cpu"}' + ("" if estimate else "; pass --params N for a memory estimate"),
-            **(estimate["facts"] if estimate else {}))
+    per_gpu = estimate["facts"]["gpu_bytes_per_device"]
+    capacity = ctx.gpu_memory_gib * GIB if ctx.gpu_memory_gib else None
+    if capacity is None or per_gpu <= capacity:
+        text = estimate["text"]
+        if capacity is not None:
+            text += f"; {(capacity - per_gpu) / GIB:.1f} GiB per GPU left for activations"
+        ctx.add("gpu_oom", "note", "zero_optimization.stage", text, **estimate["facts"])
+        return
+    # Only a config whose model states alone overflow the GPU is a problem: ZeRO-3 without
+    # offload is the usual setup when enough GPUs share the states.
+    short = (per_gpu - capacity) / GIB
+    ctx.add("gpu_oom", "error", "zero_optimization.stage",
+            f"the model states do not fit: {per_gpu / GIB:.1f} GiB per GPU, {short:.1f} GiB more "
+            f"than the {ctx.gpu_memory_gib:g} GiB each GPU has; " + estimate["text"],
+            _fit_fix(estimate, capacity, opt_off, param_off), shortfall_gib=round(short, 2),
+            **estimate["facts"])
+
+
+def _fit_fix(estimate, capacity, opt_off, param_off):
+    """The first setting (in the estimate's order) whose model states fit, or more GPUs."""
+    fits = [label for label, gib in estimate["facts"]["estimates_gib"].items()
+            if gib * GIB <= capacity and label != "as configured"]
+    if not opt_off and "offload_optimizer cpu" in fits:
+        return 'add "offload_optimizer": {"device": "cpu", "pin_memory": true} to ' \
+               '"zero_optimization"'
+    if not param_off and fits:
+        return 'add "offload_optimizer": {"device": "cpu"} and "offload_param": ' \
+               '{"device": "cpu"} to "zero_optimization"'
+    return "use more GPUs (the states shard across them), a smaller model, or larger GPUs"
 
 
 def _zero3_estimates(ctx, opt_off, param_off):
