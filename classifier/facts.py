@@ -19,12 +19,13 @@ INT_FACTS = frozenset({
     "train_batch_size", "micro_batch", "grad_acc", "expected_train_batch_size",
     "suggested_grad_acc",
     # counters, ids, positions, steps
-    "count", "overflows", "seq", "last_completed", "last_enqueued", "xid", "gpu", "task",
+    "count", "overflows", "events", "retries", "seq", "last_completed", "last_enqueued", "xid", "gpu", "task",
     "line", "column", "pos", "expected_pos", "available_tokens", "steps_taken", "total_steps",
     "version_a", "version_b", "driver_version",
     # durations whose unit is in the name
     "timeout_ms", "elapsed_ms", "timeout_s", "heartbeat_s",
 })
+LIST_FACTS = frozenset({"ranks", "xid_codes"})  # lists of ints
 FLOAT_FACTS = frozenset({"scale", "first_scale", "last_scale", "min_scale", "model_probability"})
 # Memory sizes: "3.82 GiB", "120987424kB", or bare digits, which every message these come from
 # prints in bytes (Slurm's memory limit, the Rust allocator, DeepSpeed's KV-cache sizing).
@@ -74,7 +75,7 @@ def typed_value(name: str, value: object) -> object:
     """The value of fact `name` in its JSON type; the value unchanged when it does not read."""
     if not isinstance(value, str):
         return value
-    if name == "ranks":  # a list the message printed ("Ranks 1, 3 failed to pass ...")
+    if name in LIST_FACTS:  # a list the message printed ("Ranks 1, 3 failed to pass ...")
         return [int(r) for r in re.findall(r"\d+", value)] or value
     text = value.strip().replace(",", "") if name in INT_FACTS | FLOAT_FACTS else value
     try:

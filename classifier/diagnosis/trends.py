@@ -12,7 +12,7 @@ loss_scale  fp16 dynamic loss scaling that keeps halving: DeepSpeed's `OVERFLOW!
             STREAK reductions that has brought the scale down to LOW or below.
 events      a hardware event that is noise once and a fault when it repeats (driver Xids that
             no single-line rule calls fatal): at least EVENTS hits in the job. The facts list
-            every code (`xid`) and device (`pci`) seen, and how many events there were.
+            every code seen (`xid_codes`), the first code and device, and how many events.
 retries     a connection retried again and again (NCCL's `Call to connect returned ...,
             retrying`): at least RETRIES retries that end in a failure — a line the rule
             captures as `gave_up` (an NCCL WARN) within GAP lines of a retry, or the log
@@ -134,14 +134,22 @@ def _loss_scale(s: _Series, ends_inside: bool) -> Hit | None:
     return Hit(s.rule, _lines(s.first, last_hit), facts)
 
 
+def _first_values(s: _Series) -> dict[str, str]:
+    return {name: vals[0] for name, vals in s.values.items() if vals}
+
+
 def _events(s: _Series) -> Hit:
-    facts = {name: ", ".join(vals) for name, vals in s.values.items() if vals}
+    facts = _first_values(s)
+    # every distinct value as `<name>_codes` (`xid_codes: "109, 8"`); the name alone keeps the
+    # first, so a fact keeps one type whether a rule saw it once or as a trend
+    facts.update({f"{name}_codes": ", ".join(vals) for name, vals in s.values.items()
+                  if len(vals) > 1 or name == "xid"})
     facts["events"] = str(s.count)
     return Hit(s.rule, _lines(s.first, s.last), facts)
 
 
 def _retries(s: _Series) -> Hit:
-    facts = {name: ", ".join(vals) for name, vals in s.values.items() if vals}
+    facts = _first_values(s)
     facts["retries"] = str(s.count)
     if s.gave_up is not None:
         facts["gave_up"] = s.gave_up.facts["gave_up"]

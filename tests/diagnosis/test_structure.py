@@ -100,7 +100,7 @@ def test_repeated_xids_are_a_hardware_cause_with_their_codes_even_without_a_pyth
                    f"name=python, Ch 00000010\n" for k, code in enumerate((109, 109, 8, 109)))
     d = _diagnose(tmp_path, _healthy_steps(40) + xids + _healthy_steps(5, 40))
     assert d["category"] == "gpu_hardware" and d["rule"] == "gpu_hardware.xid_repeated"
-    assert (d["facts"]["xid"], d["facts"]["events"], d["facts"]["pci"]) == ("109, 8", "4", "0000:3b:00")
+    assert (d["facts"]["xid_codes"], d["facts"]["events"], d["facts"]["pci"]) == ([109, 8], 4, "0000:3b:00")
     assert "4 Xid events (codes 109, 8)" in " ".join(d["remediation"])
     # Once is noise; a stream of application Xids (a crashing kernel) is not hardware.
     once = xids.splitlines(keepends=True)[0]
@@ -117,7 +117,7 @@ def test_an_nccl_retry_storm_that_ends_in_a_warn_is_a_transport_failure(tmp_path
     warn = "gpu-a:2011:2011 [0] misc/socket.cc:538 NCCL WARN Net : Connect to 10.1.2.3<41291> fai\n"
     d = _diagnose(tmp_path, "NCCL INFO Bootstrap : Using eth0:10.1.2.2<0>\n" + RETRY * 8 + warn)
     assert d["category"] == "nccl_network" and d["rule"] == "nccl_network.connect_retry_storm"
-    assert (d["facts"]["retries"], d["facts"]["reason"], d["facts"]["call"]) == ("8", "Connection refused", "connect")
+    assert (d["facts"]["retries"], d["facts"]["reason"], d["facts"]["call"]) == (8, "Connection refused", "connect")
     assert d["evidence"][-1]["line"] == 10  # the WARN that ended it is shown
     # The same retries, then a connection and a healthy run: a slow start, not a failure.
     healthy = ("gpu-a:2011:2011 [0] NCCL INFO Connected all rings\n"
@@ -167,7 +167,7 @@ def test_a_pytest_failure_report_is_read_by_its_frames_and_e_lines(tmp_path):
     assert d["category"] == "batch_size_mismatch" and d["rule"] == "batch_size_mismatch.batch_assertion_frames"
     oom = "E       torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n"
     d = _diagnose(tmp_path, PYTEST.replace("E       AssertionError\n", oom))
-    assert d["category"] == "gpu_oom" and d["facts"]["requested"] == "2.00 GiB"
+    assert d["category"] == "gpu_oom" and d["facts"]["requested"]["text"] == "2.00 GiB"
 
 
 def test_a_paste_of_frames_or_a_device_assert_is_a_failure_not_a_healthy_log(tmp_path):
