@@ -13,6 +13,10 @@ Xid, a rendezvous that was not up yet): a fresh attempt, ideally on other nodes,
 passes. *Fix first* failures come from the install, the config or the job's own resource
 request: the same job fails the same way again.
 
+A *terminal* category is how the job was ended from outside (a scheduler's time limit, a
+cancel, an eviction): it is the answer only when nothing failed before it, since a job that hit
+a real error and was then cancelled died of that error (classifier/diagnosis/rootcause.py).
+
 Exit codes: 0 none, 1 unknown, 2 dsdiag's own errors, 80-89 retryable, 100-119 fix first, so
 a Job's `podFailurePolicy` can `FailJob` on one band and `Count` (retry) the other
 (docs/integrations.md). They stay clear of 126/127 (shell errors) and 128+N (killed by signal
@@ -39,6 +43,7 @@ class Category:
     retryable: bool | None
     retry_reason: str
     exit_code: int
+    terminal: bool = False
 
 
 _ROWS = (
@@ -92,6 +97,9 @@ _ROWS = (
                    "other nodes", 83),
     Category("gpu_hardware", "env", "GPU hardware fault",
              True, "a GPU hardware fault on this node; retry on another node and drain this one", 84),
+    Category("job_cancelled", "launch", "the scheduler ended the job (time limit, cancel, preemption, eviction)",
+             True, "the scheduler or the cluster ended the job from outside; resubmit and resume "
+                   "from the last checkpoint", 85, terminal=True),
 )
 _OUTCOMES = (
     Category(NONE, None, "no failure found", None, "no failure found in the log", 0),
@@ -103,6 +111,9 @@ _OUTCOMES = (
 CATEGORIES = {row.id: row for row in _ROWS}
 OUTCOMES = {row.id: row for row in _OUTCOMES}
 ALL_IDS = tuple(CATEGORIES) + (UNKNOWN, NONE)
+
+
+TERMINAL = frozenset(row.id for row in _ROWS if row.terminal)
 
 
 def layer_of(category: str) -> str | None:
