@@ -72,9 +72,9 @@ def _stream_lines(path, warnings, rules, chunk_size):
     return split_lines(head, display_name(path), warnings)
 
 
-def _finding(category, hits, ranks_seen):
+def _finding(category, hits, ranks_seen, bf16_run=False):
     rule = hits[0].rule
-    facts = derive_facts(category, merged_facts(hits), ranks_seen)
+    facts = derive_facts(category, merged_facts(hits), ranks_seen, bf16_run)
     ranks = sorted({line.rank for h in hits for line in h.lines if line.rank is not None})
     if ranks:
         facts["ranks"] = ranks
@@ -144,7 +144,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         result.update(guess or _no_rule_result(signals, unexplained, records))
     else:
         groups = group_by_category(collector.hits, winner)
-        main, rule = _finding(groups[0][0], groups[0][1], ranks_seen)
+        main, rule = _finding(groups[0][0], groups[0][1], ranks_seen, signals.bf16_run)
         confidence = confidence_levels.CAUSE if rule.role == "cause" else confidence_levels.SYMPTOM
         if rule.role == "cause" and len(groups[0][1]) > 1:
             confidence = confidence_levels.CAUSE_REPEATED
@@ -161,7 +161,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             "facts": main["facts"],
             "remediation": remediation_for(rule.info, rule,
                                            main["facts"]),
-            "secondary": [_finding(cat, hits, ranks_seen)[0] for cat, hits in groups[1:]],
+            "secondary": [_finding(cat, hits, ranks_seen, signals.bf16_run)[0]
+                          for cat, hits in groups[1:]],
         })
     result.update(retry_verdict(result["category"]))
     result["warnings"] = warnings.as_list()
