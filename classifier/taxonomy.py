@@ -10,8 +10,9 @@ The verdict splits the categories. A scheduler that restarts every failed job bu
 on a typo in ds_config.json; one that restarts none gives up on a flaky InfiniBand link.
 *Retryable* failures come from the machine or the network of this run (an NCCL link, a GPU
 Xid, a rendezvous that was not up yet): a fresh attempt, ideally on other nodes, usually
-passes. *Fix first* failures come from the install, the config or the job's own resource
-request: the same job fails the same way again.
+passes. A job the scheduler ended (time limit, preemption, eviction) is retryable too: it
+resumes from its last checkpoint. *Fix first* failures come from the install, the config or
+the job's own resource request: the same job fails the same way again.
 
 A *terminal* category is how the job was ended from outside (a scheduler's time limit, a
 cancel, an eviction): it is the answer only when nothing failed before it, since a job that hit

@@ -2,6 +2,7 @@
 
 import pytest
 
+from classifier.jobs.group import group_key
 from conftest import diagnose_json, run_dsdiag
 
 STEP = "[2024-05-11 09:59:40,111] [INFO] [logging.py:128:log_dist] [Rank 0] step=9800, skipped=0, lr=[2.9e-05]"
@@ -110,3 +111,11 @@ def test_exit_code_for_pod_failure_policy(tmp_path):
     proc = run_dsdiag("--k8s-termination-log", tmp_path / "termination-log", path)
     assert proc.returncode == 85, proc.stderr.decode()
     assert "job_cancelled" in (tmp_path / "termination-log").read_text()
+
+
+def test_time_limit_jobs_group_together_whatever_their_job_id_node_and_time(tmp_path):
+    first = _log(tmp_path, [STEP, TIME_LIMIT], "slurm-4412093.out")
+    other = TIME_LIMIT.replace("4412093", "4419001").replace("gpu-a-12", "gpu-b-07").replace("10:00:02", "22:00:09")
+    second = _log(tmp_path, [STEP, other], "slurm-4419001.out")
+    keys = {group_key(diagnose_json(path)[1]) for path in (first, second)}
+    assert keys == {"job_cancelled.slurm_time_limit"}
