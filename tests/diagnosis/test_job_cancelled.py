@@ -119,3 +119,12 @@ def test_time_limit_jobs_group_together_whatever_their_job_id_node_and_time(tmp_
     second = _log(tmp_path, [STEP, other], "slurm-4419001.out")
     keys = {group_key(diagnose_json(path)[1]) for path in (first, second)}
     assert keys == {"job_cancelled.slurm_time_limit"}
+
+
+def test_what_sigterm_does_to_the_ranks_is_no_unexplained_error_before_an_eviction(tmp_path):
+    # `kubectl logs` pasted above `kubectl describe`: the ranks' SIGTERM deaths come first.
+    lines = [STEP, "[rank0]: RuntimeError: DataLoader worker (pid 30412) is killed by signal: Terminated. ",
+             "Status:           Failed", "Reason:           Evicted",
+             "Message:          The node was low on resource: memory. Threshold quantity: 100Mi, available: 61212Ki. "]
+    _, d = diagnose_json(_log(tmp_path, lines, "paste.txt"))
+    assert d["category"] == "job_cancelled"
