@@ -10,8 +10,13 @@ The verdict splits the categories. A scheduler that restarts every failed job bu
 on a typo in ds_config.json; one that restarts none gives up on a flaky InfiniBand link.
 *Retryable* failures come from the machine or the network of this run (an NCCL link, a GPU
 Xid, a rendezvous that was not up yet): a fresh attempt, ideally on other nodes, usually
-passes. *Fix first* failures come from the install, the config or the job's own resource
-request: the same job fails the same way again.
+passes. A job the scheduler ended (time limit, preemption, eviction) is retryable too: it
+resumes from its last checkpoint. *Fix first* failures come from the install, the config or
+the job's own resource request: the same job fails the same way again.
+
+A *terminal* category is how the job was ended from outside (a scheduler's time limit, a
+cancel, an eviction): it is the answer only when nothing failed before it, since a job that hit
+a real error and was then cancelled died of that error (classifier/diagnosis/rootcause.py).
 
 Exit codes: 0 none, 1 unknown, 2 dsdiag's own errors, 80-89 retryable, 100-119 fix first, so
 a Job's `podFailurePolicy` can `FailJob` on one band and `Count` (retry) the other
@@ -39,6 +44,7 @@ class Category:
     retryable: bool | None
     retry_reason: str
     exit_code: int
+    terminal: bool = False
 
 
 _ROWS = (
@@ -92,6 +98,9 @@ _ROWS = (
                    "other nodes", 83),
     Category("gpu_hardware", "env", "GPU hardware fault",
              True, "a GPU hardware fault on this node; retry on another node and drain this one", 84),
+    Category("job_cancelled", "launch", "the scheduler ended the job (time limit, cancel, preemption, eviction)",
+             True, "the scheduler or the cluster ended the job from outside; resubmit and resume "
+                   "from the last checkpoint", 85, terminal=True),
 )
 _OUTCOMES = (
     Category(NONE, None, "no failure found", None, "no failure found in the log", 0),
@@ -103,6 +112,9 @@ _OUTCOMES = (
 CATEGORIES = {row.id: row for row in _ROWS}
 OUTCOMES = {row.id: row for row in _OUTCOMES}
 ALL_IDS = tuple(CATEGORIES) + (UNKNOWN, NONE)
+
+
+TERMINAL = frozenset(row.id for row in _ROWS if row.terminal)
 
 
 def layer_of(category: str) -> str | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, overload
 from classifier.corpus.evaluate import find_cases
 from classifier.diagnosis.fallback import MODEL_PATH, TOKEN, TextModel
 from classifier.diagnosis.region import model_text, region_of_files
+from classifier.taxonomy import TERMINAL
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,12 +54,15 @@ def load_corpus(
     Every labelled case except the public `split: test` ones, which are held out from training
     as from rule changes. A group is a case's family, else its repository (so cross-validation
     holds out whole repositories of public cases), else the case itself. `reaches_model` marks
-    the cases the fallback model would see: a failure no rule explains.
+    the cases the fallback model would see: a failure no rule explains. Cases of a terminal
+    category are left out, so the model never answers one.
     """
     from classifier.diagnosis.diagnose import diagnose_job
     texts, labels, groups, reaches = [], [], [], []
     for log, meta in find_cases(root):
-        if meta.get("split") == "test":
+        # A scheduler's end (taxonomy.TERMINAL) must rest on a rule's explicit line: a guess
+        # from words would call a failure no rule explains `job_cancelled` by its SIGTERM echo.
+        if meta.get("split") == "test" or meta["label"] in TERMINAL:
             continue
         texts.append(model_text(region_of_files([str(log)])))
         labels.append(meta["label"])

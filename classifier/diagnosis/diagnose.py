@@ -78,9 +78,9 @@ def _stream_lines(path, warnings, rules, chunk_size):
     return split_lines(head, display_name(path), warnings)
 
 
-def _finding(category, hits, ranks_seen):
+def _finding(category, hits, ranks_seen, bf16_run=False):
     rule = hits[0].rule
-    facts = derive_facts(category, merged_facts(hits), ranks_seen)
+    facts = derive_facts(category, merged_facts(hits), ranks_seen, bf16_run)
     ranks = sorted({line.rank for h in hits for line in h.lines if line.rank is not None})
     if ranks:
         facts["ranks"] = ranks
@@ -151,7 +151,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         _judge_what_was_read(result, signals, warnings)
     else:
         groups = group_by_category(collector.hits, winner)
-        main, rule = _finding(groups[0][0], groups[0][1], ranks_seen)
+        main, rule = _finding(groups[0][0], groups[0][1], ranks_seen, signals.bf16_run)
         confidence = confidence_levels.CAUSE if rule.role == "cause" else confidence_levels.SYMPTOM
         if rule.role == "cause" and len(groups[0][1]) > 1:
             confidence = confidence_levels.CAUSE_REPEATED
@@ -168,7 +168,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             "facts": main["facts"],
             "remediation": remediation_for(rule.info, rule,
                                            main["facts"]),
-            "secondary": [_finding(cat, hits, ranks_seen)[0] for cat, hits in groups[1:]],
+            "secondary": [_finding(cat, hits, ranks_seen, signals.bf16_run)[0]
+                          for cat, hits in groups[1:]],
         })
         if warnings.looks_binary():
             warnings.add("not_text", "most of the input is not text; the diagnosis rests on the text "

@@ -11,6 +11,43 @@ if TYPE_CHECKING:
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
+# The environment variable that pre-compiles one DeepSpeed op at `pip install` time, by the op's
+# name as logs print it (`Error building extension 'cpu_adam'`, torch_extensions/<name>/): each
+# builder's NAME and BUILD_VAR in deepspeed/ops/op_builder (0.19; tests check the installed one).
+OP_BUILD_VARS = {
+    "async_io": "DS_BUILD_AIO",
+    "cpu_adagrad": "DS_BUILD_CPU_ADAGRAD",
+    "cpu_adam": "DS_BUILD_CPU_ADAM",
+    "cpu_lion": "DS_BUILD_CPU_LION",
+    "cutlass_ops": "DS_BUILD_CUTLASS_OPS",
+    "dc": "DS_BUILD_DEEP_COMPILE",
+    "deepspeed_ccl_comm": "DS_BUILD_CCL_COMM",
+    "deepspeed_shm_comm": "DS_BUILD_SHM_COMM",
+    "evoformer_attn": "DS_BUILD_EVOFORMER_ATTN",
+    "fp_quantizer": "DS_BUILD_FP_QUANTIZER",
+    "fused_adam": "DS_BUILD_FUSED_ADAM",
+    "fused_lamb": "DS_BUILD_FUSED_LAMB",
+    "fused_lion": "DS_BUILD_FUSED_LION",
+    "gds": "DS_BUILD_GDS",
+    "inference_core_ops": "DS_BUILD_INFERENCE_CORE_OPS",
+    "pin_memory": "DS_BUILD_PIN_MEMORY",
+    "quantizer": "DS_BUILD_QUANTIZER",
+    "ragged_device_ops": "DS_BUILD_RAGGED_DEVICE_OPS",
+    "ragged_ops": "DS_BUILD_RAGGED_OPS",
+    "random_ltd": "DS_BUILD_RANDOM_LTD",
+    "spatial_inference": "DS_BUILD_SPATIAL_INFERENCE",
+    "stochastic_transformer": "DS_BUILD_STOCHASTIC_TRANSFORMER",
+    "transformer": "DS_BUILD_TRANSFORMER",
+    "transformer_inference": "DS_BUILD_TRANSFORMER_INFERENCE",
+    "utils": "DS_BUILD_UTILS",
+}
+_OP_IN_PATH = re.compile(r"torch_extensions/[^/]+/(\w+)/|/deepspeed/ops/\S*?(\w+?)_op\.cpython")
+# Extensions built against torch whose own install instructions say `--no-build-isolation`
+# (pip would otherwise build them against a throwaway torch): the .so name -> the pip name.
+TORCH_EXTENSIONS = {"flash_attn": "flash-attn"}
+# A mangled name from libstdc++'s C++11 ABI: `std::__cxx11::basic_string` or an `[abi:cxx11]` tag.
+CXX11_ABI = re.compile(r"__cxx11|B5cxx11")
+
 
 def _as_int(value):
     try:
@@ -20,10 +57,26 @@ def _as_int(value):
 
 
 def derive_facts(category: str, facts: Mapping[str, object],
-                 ranks_seen: Collection[int]) -> dict[str, object]:
-    """Add values computed from the captured ones (corrected batch sizes, world size), and type
-    them all for the JSON contract (classifier/facts.py)."""
+                 ranks_seen: Collection[int], bf16_run: bool = False) -> dict[str, object]:
+    """Add values computed from the captured ones (corrected batch sizes, world size, op), and
+    type them all for the JSON contract (classifier/facts.py)."""
     out = dict(facts)
+    if bf16_run and category == "fp16_overflow":
+        out["precision"] = "bf16"  # the run's own config says so: no fp16 advice (rules/fp16_overflow.yaml)
+    library_path = str(out.get("library", ""))
+    library = library_path.rsplit("/", 1)[-1]
+    # The op also shows in a JIT build's path (torch_extensions/py310_cu121/fused_adam/) and in
+    # a pre-compiled op's file name (cpu_adam_op.cpython-310-x86_64-linux-gnu.so).
+    op = str(out.get("op") or "")
+    m = _OP_IN_PATH.search(library_path)
+    op = op or (m.group(1) or m.group(2) if m else "")
+    if op in OP_BUILD_VARS:
+        out["op_build_var"] = OP_BUILD_VARS[op]
+    for prefix, package in TORCH_EXTENSIONS.items():
+        if library.startswith(prefix):
+            out["extension"] = package
+    if CXX11_ABI.search(str(out.get("symbol", ""))):
+        out["abi"] = "C++11 (_GLIBCXX_USE_CXX11_ABI=1)"
     if "world_size" not in out and len(ranks_seen) > 1:
         out["world_size"] = max(ranks_seen) + 1
     if category == "batch_size_mismatch":
@@ -66,6 +119,18 @@ def _what_the_log_shows(facts: Mapping[str, object]) -> str | None:
             "failure, but read the full log of that rank for the rest (values, the rank it names).")
 
 
+def _applies(step, facts: Mapping[str, object]) -> str | None:
+    """A step's text when its `when` facts hold and its `unless` facts do not, else None."""
+    if isinstance(step, str):
+        return step
+    when, unless = step.get("when") or {}, step.get("unless") or {}
+    if any(str(facts.get(k)) != v for k, v in when.items()):
+        return None
+    if any(str(facts.get(k)) == v for k, v in unless.items()):
+        return None
+    return step["text"]
+
+
 def remediation_for(category_info: "CategoryInfo | None", rule: "Rule | None",
                     facts: Mapping[str, object]) -> list[str]:
     """Checklist item first, then the rule's own steps, then the category's, all filled."""
@@ -78,7 +143,10 @@ def remediation_for(category_info: "CategoryInfo | None", rule: "Rule | None",
     templates = list(rule.remediation if rule is not None else ())
     if category_info is not None:
         templates += list(category_info.remediation)
-    for template in templates:
+    for step in templates:
+        template = _applies(step, facts)
+        if template is None:
+            continue
         text = fill(template.strip(), facts)
         if text and text not in steps:
             steps.append(text)

@@ -4,11 +4,18 @@ A failing job prints its cause once and its echoes on every other rank. Any `cau
 every `symptom` hit; among causes the one that happened first wins (timestamps across files,
 position within a file), preferring the rank torchelastic names as the first observed failure.
 Symptoms decide only when no cause fired anywhere: highest priority, then earliest.
+
+A terminal category (taxonomy.TERMINAL: the scheduler ended the job) is a symptom that yields
+to any failure before it: a job that ran out of memory, or whose collective hung until the time
+limit, died of that, not of the cancel. A cause anywhere still wins (a requeued attempt
+appended to the same file may fail for a reason of its own).
 """
 
 from collections.abc import Iterable, Sequence
 from functools import cmp_to_key
 from typing import TYPE_CHECKING
+
+from classifier.taxonomy import TERMINAL
 
 if TYPE_CHECKING:
     from classifier.diagnosis.match import Hit
@@ -49,6 +56,24 @@ class HitCollector:
             self.hits.append(hit)
 
 
+def _after(line, end) -> bool:
+    """Did `line` surely come after `end`? Same file and later, or both timed and later."""
+    if line.source == end.source:
+        return line.lineno > end.lineno
+    return line.ts is not None and end.ts is not None and line.ts > end.ts
+
+
+def _yield_to_earlier_failures(symptoms):
+    """The symptoms that may decide: a failure echoed before the scheduler's end beats the end."""
+    ends = [h for h in symptoms if h.rule.category in TERMINAL and h.rule.priority >= 0]
+    if not ends:
+        return symptoms
+    end = min(ends, key=_hit_key).first
+    earlier = [h for h in symptoms if h.rule.category not in TERMINAL and h.rule.priority >= 0
+               and not _after(h.first, end)]
+    return earlier or symptoms
+
+
 def pick_root_cause(hits: Sequence["Hit"], root_rank: int | None = None) -> "Hit | None":
     """Return the winning hit, or None when nothing fired."""
     causes = [h for h in hits if h.rule.role == "cause"]
@@ -59,6 +84,7 @@ def pick_root_cause(hits: Sequence["Hit"], root_rank: int | None = None) -> "Hit
         return min(causes, key=_hit_key)
     if not hits:
         return None
+    hits = _yield_to_earlier_failures(hits)
     top = max(h.rule.priority for h in hits)
     return min((h for h in hits if h.rule.priority == top), key=_hit_key)
 

@@ -5,6 +5,7 @@ explain; its final exception is the evidence) and `none` (a healthy log). They a
 torchelastic's "Root Cause (first observed failure)" summary, which names the failing rank.
 """
 
+import re
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,11 @@ if TYPE_CHECKING:
 
 MAX_EXCEPTIONS = 256
 END_LINES = 40  # an input's last non-empty lines, where a run that finished says so
+# A run saying it trains in bf16: DeepSpeed's config dump (`bfloat16_config ... enabled=True` in
+# 0.19, `bfloat16_enabled ... True` in older releases), its BF16 optimizer, HF's TrainingArguments
+# (`bf16=True,`) and Megatron's argument dump (`bf16 ..... True`).
+BF16_RUN = re.compile(r"\bbfloat16_(?:config\s+\.+\s+enabled=True|enabled\s+\.+\s+True)\b|"
+                      r"Creating BF16 optimizer|^\s*bf16=True,?\s*$|^\s*bf16\s+\.+\s+True\s*$")
 
 
 class FailureSignals:
@@ -34,6 +40,7 @@ class FailureSignals:
         self._last_failure = {}        # source -> line number of its last failure marker
         self._last_success = {}        # source -> line number of its last success marker
         self._tails = {}               # source -> its last END_LINES messages
+        self.bf16_run = False          # the run says it trains in bf16
 
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
@@ -45,6 +52,8 @@ class FailureSignals:
         if tail is None:
             tail = self._tails[line.source] = deque(maxlen=END_LINES)
         tail.append(msg)
+        if not self.bf16_run and ("bf16" in msg or "BF16" in msg or "bfloat16" in msg):
+            self.bf16_run = bool(BF16_RUN.search(msg))
         if self._root_left:
             self._root_left -= 1
             m = ROOT_FIELD.match(msg)

@@ -25,6 +25,8 @@ VOLATILE_FACTS = frozenset({
     "host", "peer", "peer_port", "pid", "process", "rank", "rank_a", "rank_b", "local_rank",
     "gpu", "pci", "device", "slot", "line", "column", "pos", "expected_pos", "entry", "path",
     "source", "where", "hostfile", "segment", "config", "step", "seq",
+    # which scheduler job, node, pod and when (job_cancelled)
+    "job_id", "node", "pod", "cancelled_at",
     # how much: sizes, durations, counters
     "requested", "free", "total", "allocated", "reserved", "reserved_unallocated", "used",
     "needed", "size", "limit", "anon_rss", "total_vm", "elapsed_ms", "timeout", "timeout_ms",

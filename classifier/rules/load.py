@@ -75,6 +75,28 @@ def _is_str_list(value, minimum=0):
         isinstance(v, str) and v for v in value)
 
 
+STEP_CONDITIONS = ("when", "unless")
+
+
+def _check_steps(steps, where, report, minimum=0):
+    """Remediation steps: strings, or {text, when/unless: {fact: value}} shown by condition."""
+    if not isinstance(steps, list) or len(steps) < minimum:
+        report(where, "remediation must be a non-empty list of steps" if minimum else
+               "remediation must be a list of steps")
+        return
+    for i, step in enumerate(steps):
+        if isinstance(step, str) and step:
+            continue
+        if isinstance(step, dict) and isinstance(step.get("text"), str) and step["text"] and \
+                set(step) <= {"text", *STEP_CONDITIONS} and all(
+                    isinstance(step[c], dict) and step[c] and
+                    all(isinstance(k, str) and isinstance(v, str) for k, v in step[c].items())
+                    for c in STEP_CONDITIONS if c in step):
+            continue
+        report(where + (i,), "a remediation step is a string or {text, when: {fact: value}, "
+                             "unless: {fact: value}}")
+
+
 def _check_examples(examples, where, report):
     if not isinstance(examples, dict):
         report(where, "examples must be a mapping with `match` and `no_match` lists")
@@ -157,10 +179,12 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
     elif not structure_only and lint:
         keywords = rule["keywords"] if _is_str_list(rule.get("keywords"), 1) else ()
         check_regexes(rule["patterns"], where + ("patterns",), report, keywords)
-    for key in ("exclude", "context", "remediation"):
+    if "remediation" in rule:
+        _check_steps(rule["remediation"], where + ("remediation",), report)
+    for key in ("exclude", "context"):
         if key in rule and not _is_str_list(rule[key]):
             report(where + (key,), f"{key} must be a list of strings")
-        elif key != "remediation" and lint:
+        elif lint:
             check_regexes(rule.get(key), where + (key,), report)
     _check_examples(rule.get("examples"), where + ("examples",), report)
 
@@ -180,9 +204,10 @@ def _check_file_keys(data, builtin, report):
                 report((), f"missing key '{key}'")
     if "checklist" in data and (not isinstance(data["checklist"], str) or not data["checklist"]):
         report(("checklist",), "`checklist` must be a non-empty string")
-    for key in ("remediation", "references"):
-        if key in data and not _is_str_list(data[key], 1):
-            report((key,), f"`{key}` must be a non-empty list of strings")
+    if "remediation" in data:
+        _check_steps(data["remediation"], ("remediation",), report, minimum=1)
+    if "references" in data and not _is_str_list(data["references"], 1):
+        report(("references",), "`references` must be a non-empty list of strings")
 
 
 def validate_file(path: str | Path, seen_ids: set[str] | None = None, lint: bool = True,

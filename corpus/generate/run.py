@@ -285,6 +285,14 @@ scenario("disk_full_plain_write_torchrun", "disk_full", "tmpfs_full",
          TR + ["plain_dist.py", "--fail", "write", "--out", "{work}/disk/out", "--record"],
          [r"OSError: \[Errno 28\] No space left on device"], setup=["tmpfs"])
 
+# ---- job_cancelled (SIGTERM from outside, as scancel, a time limit or a pod deletion send it)
+# Rank 1 sleeps in a step while rank 0 waits in all_reduce; then SIGTERM comes from outside.
+scenario("sigterm_launcher_torchrun", "job_cancelled", "launcher_sigterm",
+         ["bash", "-c", "{torchrun} --nproc_per_node 2 --master_addr 127.0.0.1 --master_port {port} "
+                        "plain_dist.py --fail stall --timeout 120 & p=$!; sleep 12; kill -TERM $p; wait $p"],
+         [r"SignalException: Process \d+ got signal: 15", r"death signal, shutting down workers"],
+         timeout=90, note="the agent turns the SIGTERM into SignalException and stops its workers")
+
 # ---- none (healthy)
 scenario("ok_ds", "none", "healthy", DS + ds_train("ok.json"), [r"rank [01] done", r"exits successfully"],
          expect="ok")

@@ -14,6 +14,11 @@ from classifier.taxonomy import ALL_IDS
 from conftest import ROOT
 
 
+# Categories added after the public corpus was collected and its test split frozen: no real
+# paste of them is labelled yet (their cases are synthesized and real-run only).
+NOT_IN_PUBLIC = {"job_cancelled": "issue 14: added after the public corpus was collected"}
+
+
 @pytest.fixture(scope="module")
 def scores():
     return evaluate(ROOT / "corpus")
@@ -62,4 +67,7 @@ def test_the_public_split_is_by_repository_and_big_enough():
     labels = {}
     for meta in public:
         labels[meta["label"]] = labels.get(meta["label"], 0) + 1
-    assert all(labels.get(c, 0) >= (25 if c in ("none", "unknown") else 12) for c in ALL_IDS), labels
+    covered = [c for c in ALL_IDS if c not in NOT_IN_PUBLIC]
+    assert all(labels.get(c, 0) >= (25 if c in ("none", "unknown") else 12) for c in covered), labels
+    # An exemption lapses once the public corpus holds enough real pastes of the category.
+    assert all(labels.get(c, 0) < 12 for c in NOT_IN_PUBLIC), labels

@@ -73,7 +73,8 @@ def _check_nvcc(report, torch_cuda):
                        "no /usr/local/cuda): DeepSpeed cannot JIT-compile its CUDA ops; only ops "
                        "prebuilt into the wheel will load", "op_build_error",
                        f"install the CUDA {torch_cuda} toolkit and export CUDA_HOME, or install "
-                       "DeepSpeed with its ops prebuilt (DS_BUILD_OPS=1)")
+                       "DeepSpeed with the ops you use prebuilt on a machine that has it "
+                       "(DS_BUILD_CPU_ADAM=1, DS_BUILD_FUSED_ADAM=1, ...)")
         else:
             report.add("install", "nvcc", "skipped", "nvcc not found; not needed with a CPU-only "
                        "torch (CUDA toolkit not checked)")
