@@ -38,8 +38,11 @@ DURATION_FACTS = frozenset({"timeout"})
 # decimal MB (huggingface_hub divides by 1e6).
 _UNIT_BYTES = {"B": 1, "bytes": 1, "byte": 1, "kB": 1024,
                "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
-               "EiB": 1 << 60, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
-               "PB": 10 ** 15, "EB": 10 ** 18}
+               "EiB": 1 << 60,
+               # Kubernetes quantities (`16Gi`, an eviction's memory limit) are binary too
+               "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
+               "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12, "PB": 10 ** 15,
+               "EB": 10 ** 18}
 _SIZE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)$")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|min)$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60}

@@ -51,7 +51,7 @@ def test_srun_label_around_torchrun_rank_names_the_inner_rank_and_keeps_the_task
     assert d["facts"]["ranks"] == [13] and d["facts"]["ranks_summary"] == "1 of 16 ranks"
     assert "srun_torchrun_rank13.log:42 rank 13)" in comment_text(d)  # the Slurm Comment
     # the watchdog echoes on the other fifteen ranks, each under its own task
-    echoes = [e for s in d["secondary"] for e in s["evidence"]]
+    echoes = [e for s in d["secondary"] if s["category"] == "nccl_timeout" for e in s["evidence"]]
     assert echoes and all(e["rank"] != 13 and e["task"] == e["rank"] // 8 for e in echoes)
 
 
