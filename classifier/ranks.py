@@ -19,7 +19,7 @@ Each form may end in `.gz`, `.bz2` or `.xz`. A rank printed inside the lines (`[
 import os
 import re
 
-COMPRESSED = r"(?:\.(?:gz|bz2|xz))?"
+COMPRESSED = r"(?:\.(?:gz|bz2|xz|zst))?"
 # `<rank>/stdout.log` alone too: an attempt directory copied out of the log dir.
 _LOGDIR = re.compile(r"(?:^|/)(\d+)/(?:stdout|stderr)\.log" + COMPRESSED + r"$")
 _NAMED = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d+)(?:\D|$)", re.IGNORECASE)

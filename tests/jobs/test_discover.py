@@ -161,3 +161,13 @@ def test_a_flat_folder_is_a_job_per_file_named_after_it(tmp_path):
         os.remove(ranks / f"rank{r}.log")
     names = [os.path.relpath(j, ranks) for j, _ in discover_jobs(str(ranks))]
     assert names == ["slurm-1.out", "slurm-2.out", os.path.join("job42_k3j9x0ab", "attempt_1")]
+
+
+def test_a_zstd_rank_file_is_part_of_the_job(tmp_path):
+    import zstandard  # a dependency of dsdiag itself (pyproject.toml)
+    job = tmp_path / "job"
+    write_lines(job / "rank0.log", ["[INFO] step 1"])
+    (job / "rank1.log.zst").write_bytes(zstandard.ZstdCompressor().compress(f"[INFO] step 1\n{OOM}\n".encode()))
+    assert [os.path.basename(f) for f in job_files(str(job))] == ["rank0.log", "rank1.log.zst"]
+    code, d = diagnose_json(job)
+    assert d["category"] == "gpu_oom" and d["evidence"][0]["rank"] == 1
