@@ -11,6 +11,8 @@ line); an outer one is kept as the line's `task`.
 """
 
 import calendar
+import html
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -181,6 +183,34 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     return msg.strip(), rank, task, host, ts
 
 
+# Wrappers around a whole line, unwrapped before the prefixes are peeled: Docker's json-file log
+# driver (`{"log":"...\n","stream":"stderr","time":"..."}`, what `/var/log/containers` holds),
+# the CRI format of containerd / CRI-O (`<RFC3339 time> stderr F <line>`), and a paste copied
+# out of an HTML page (`&#39;`, `&quot;`, `&lt;`).
+_DOCKER_JSON = re.compile(r'^\s*\{"log":\s*"')
+_CRI = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] ")
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|quot|amp|lt|gt|apos|nbsp);")
+
+
+def unwrap(text: str) -> str:
+    """The log line inside a container runtime's record or an HTML-escaped paste."""
+    if _DOCKER_JSON.match(text):
+        try:
+            record = json.loads(text)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("log"), str):
+            line = record["log"].rstrip("\n")
+            time = record.get("time")
+            text = f"{time} {line}" if isinstance(time, str) else line
+    m = _CRI.match(text)
+    if m:
+        text = m.group(1) + " " + text[m.end():]
+    if "&" in text and _ENTITY.search(text):
+        text = html.unescape(text)
+    return text
+
+
 _ESCAPED_TRACEBACK = re.compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
 
 
@@ -190,7 +220,7 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
     last_ts = None
     for raw in raw_lines:
         text = visible_text(raw.text)
-        msg, rank, task, host, ts = peel_prefixes(text[:MATCH_LIMIT + 512])
+        msg, rank, task, host, ts = peel_prefixes(unwrap(text[:MATCH_LIMIT + 512]))
         msg = msg[:MATCH_LIMIT]
         if ts is None:
             ts = last_ts

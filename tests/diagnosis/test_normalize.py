@@ -78,3 +78,27 @@ def test_timestamps_are_parsed_for_ordering():
     _, _, _, a = strip_prefixes("[2024-03-11 09:14:02,118] x")
     _, _, _, b = strip_prefixes("2024-03-11T09:14:03.5Z y")
     assert a is not None and b is not None and b - a == pytest.approx(1.382)
+
+
+def _lines(*texts):
+    from classifier.diagnosis.normalize import normalize
+    from classifier.diagnosis.read import RawLine
+    return list(normalize(RawLine("job.log", i, t) for i, t in enumerate(texts, 1)))
+
+
+def test_container_runtime_records_and_html_escapes_are_unwrapped():
+    docker, cri, escaped, pytest_e, dmesg_h = _lines(
+        '{"log":"[rank2]: torch.OutOfMemoryError: CUDA out of memory.\\n","stream":"stderr","time":"2024-09-14T03:13:09.612910004Z"}',
+        "2024-09-14T03:13:09.612910004Z stderr F [rank5]: KeyError: 'LOCAL_RANK'",
+        "KeyError: &#x27;LOCAL_RANK&#x27; raised in &lt;module&gt;",
+        "E       RuntimeError: CUDA error: invalid device ordinal",
+        "[  +0.000844] nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)")
+    assert (docker.msg, docker.rank, docker.ts is not None) == ("torch.OutOfMemoryError: CUDA out of memory.", 2, True)
+    assert docker.text.startswith('{"log":')  # evidence shows the line as the log holds it
+    assert (cri.msg, cri.rank, cri.ts is not None) == ("KeyError: 'LOCAL_RANK'", 5, True)
+    assert escaped.msg == "KeyError: 'LOCAL_RANK' raised in <module>"
+    assert pytest_e.msg == "RuntimeError: CUDA error: invalid device ordinal"
+    assert dmesg_h.msg.startswith("nvidia 0000:03:00.0: AER")
+    # a JSON object that is not a runtime record, or a bare ampersand, is left alone
+    other, amp = _lines('{"log": 3, "msg": "x"}', "loss & grad_norm: 1.0 &amp")
+    assert other.msg == '{"log": 3, "msg": "x"}' and amp.msg == "loss & grad_norm: 1.0 &amp"
