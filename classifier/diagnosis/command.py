@@ -11,8 +11,9 @@ state see the training's outcome, not the diagnosis's.
 With --k8s-termination-log the per-category codes of classifier.taxonomy apply instead (0 none,
 1 unknown, 80-89 retryable, 100-119 fix first), for a podFailurePolicy.
 
-Everything that leaves the terminal (json, markdown, --report files, termination messages,
-Slurm annotations) is redacted (classifier/redaction.yaml); text shown on a terminal is not.
+The diagnosis is finished once, before any renderer sees it (classifier/sanitize.py): escape
+sequences and control characters removed, and secrets masked (classifier/redaction.yaml) in
+every channel, the terminal included, unless --no-redact.
 """
 
 import argparse
@@ -67,7 +68,7 @@ def _parser(subcommands=()):
                         "(default /dev/termination-log) and exit with the per-category codes "
                         "for podFailurePolicy")
     p.add_argument("--no-redact", action="store_true",
-                   help="do not mask tokens, keys and passwords in what leaves the terminal")
+                   help="do not mask tokens, keys and passwords in the report (any format)")
     p.add_argument("--version", action="store_true",
                    help="print the dsdiag version and the rule set's hash (with --rules-dir: "
                         "of the built-in and extra rules together), then exit")
@@ -156,15 +157,11 @@ def _expand_job_dirs(paths):
 
 
 def _emit(result, args, stream, fenced=False):
-    """Render the diagnosis; redacted unless it is text on a terminal or --no-redact.
+    """Render the (already finished) diagnosis.
 
     `fenced` wraps it in the marker lines dsdiag skips when it reads a log (ownreport.py).
     """
     from classifier.render import render
-    on_terminal = args.format == "text" and stream.isatty()
-    if not args.no_redact and not on_terminal:
-        from classifier.redact import redact_diagnosis
-        result = redact_diagnosis(result)
     color = {"always": True, "never": False}.get(args.color)
     if fenced:
         import io
@@ -190,9 +187,6 @@ def _write_termination_log(result, args):
     """Write the Kubernetes verdict; a failure is reported but keeps the category's exit code,
     which is what the Job's podFailurePolicy acts on."""
     from classifier.integrations.k8s import write_termination_log
-    if not args.no_redact:
-        from classifier.redact import redact_diagnosis
-        result = redact_diagnosis(result)
     try:
         write_termination_log(args.k8s_termination_log, result)
     except OSError as exc:
@@ -240,7 +234,8 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         from classifier.integrations.tee import tee_and_diagnose
         # The log passes through even when the rules are broken: never eat a training log.
         try:
-            result, stats = tee_and_diagnose(rules, diagnose_job)
+            from functools import partial
+            result, stats = tee_and_diagnose(rules, partial(diagnose_job, redact=not args.no_redact))
         except InputError as exc:  # passed through whole, but not a log (an archive)
             return _error(f"--tee: cannot diagnose {exc}")
         if stats.stdout_error:
@@ -261,7 +256,7 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         try:
             files = _expand_job_dirs(paths)
             _warn_if_several_jobs(files)
-            result = diagnose_job(files, rules)
+            result = diagnose_job(files, rules, redact=not args.no_redact)
         except InputError as exc:
             return _error(f"cannot read {exc}")
     try:

@@ -19,6 +19,7 @@ from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
                         merged_facts, pick_root_cause)
 from classifier.rules.load import default_rules
+from classifier.sanitize import finish
 from classifier.diagnosis.region import FailureRegion, model_text
 from classifier.diagnosis.signals import FailureSignals
 from classifier.diagnosis.structure import DeferredHits, reader_steps
@@ -98,9 +99,11 @@ def _finding(category, hits, ranks_seen):
 
 def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
                  chunk_size: int | None = None, select: bool | str | None = None,
-                 use_model: bool = True) -> dict[str, Any]:
+                 use_model: bool = True, redact: bool = True) -> dict[str, Any]:
     """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict.
 
+    The result is finished (classifier/sanitize.py) before it is returned: terminal controls
+    removed and, unless `redact` is False, secrets masked, so no renderer can show them.
     `select` forces the prefilter on (True, or an engine name 'hyperscan' / 're') or off
     (False); by default it runs for files over SELECT_ABOVE bytes.
     """
@@ -176,7 +179,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     sure = result["source"] == "rule" and result["confidence"] >= confidence_levels.FIX_FIRST
     result.update(retry_verdict(result["category"], sure=sure))
     result["warnings"] = warnings.as_list()
-    return result
+    return finish(result, redact=redact)
 
 
 def _judge_what_was_read(result, signals, warnings):

@@ -32,6 +32,7 @@ import sys
 from collections.abc import Iterable
 
 from classifier.jobs.run import in_job_order, make_batches, rules_for, run_local
+from classifier.sanitize import json_line
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -155,7 +156,7 @@ def main(argv: list[str]) -> int:
     results = []
     try:
         for result in in_job_order(finished, update):
-            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(result) + "\n")
             results.append(_summary_view(result) if not args.html else result)
         sys.stdout.flush()
     except BrokenProcessPool:
