@@ -120,9 +120,11 @@ def redact_lines(texts: Iterable[str], patterns: Sequence[Pattern] | None = None
 
 WRAP_MIN = 40  # a line cut by a hard wrap is long; short lines are ended, not cut
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
-# A cut runs through a secret only where token characters meet on both sides of it.
-_CUT_TAIL = re.compile(r"[A-Za-z0-9+/=_-]{4}$")
-_CUT_HEAD = re.compile(r"[A-Za-z0-9+/=_-]{4}")
+# A cut runs through a secret only where token characters meet on both sides of it, and the
+# run they make holds a digit (random keys do; words split by a line end do not).
+_CUT_TAIL = re.compile(r"[A-Za-z0-9+/=_-]{4,}$")
+_CUT_HEAD = re.compile(r"[A-Za-z0-9+/=_-]{4,}")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -137,7 +139,10 @@ def _common_prefix(a: str, b: str) -> int:
 def _redact_wrapped(a: str, b: str, patterns) -> tuple[str, str] | None:
     """(a, b) redacted as the halves of one line cut between them, or None when the join
     reveals nothing that each half alone does not."""
-    if len(a) < WRAP_MIN or not (_CUT_TAIL.search(a) and _CUT_HEAD.match(b)):
+    if len(a) < WRAP_MIN:
+        return None
+    tail, head = _CUT_TAIL.search(a), _CUT_HEAD.match(b)
+    if not (tail and head and _DIGIT.search(tail.group() + head.group())):
         return None
     joined = a + b
     red = redact_text(joined, patterns)
