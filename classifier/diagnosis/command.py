@@ -103,6 +103,10 @@ def _check_args(args, argv):
     files = args.files or ["-"]
     if args.tee and args.files:
         return "--tee reads stdin only; give no log files"
+    if "-" in files and sys.stdin is None:  # started with <&-: Python leaves sys.stdin None
+        return "no input: stdin is closed; name log files (see --help)"
+    if sys.stdout is None and not (args.report or args.tee):
+        return "stdout is closed; nothing to write the report to (give --report FILE)"
     if files == ["-"] and sys.stdin.isatty():
         return "no input: pipe a log into dsdiag or name log files (see --help)"
     if files.count("-") > 1:

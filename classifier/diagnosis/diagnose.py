@@ -14,7 +14,8 @@ from classifier.ranks import rank_from_path
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.ownreport import skip_own_reports
-from classifier.diagnosis.read import Warnings, byte_chunks, check_readable, display_name, read_lines
+from classifier.diagnosis.read import (InputError, Warnings, byte_chunks, check_readable, display_name,
+                                      read_lines)
 from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
                         merged_facts, pick_root_cause)
@@ -109,9 +110,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     """
     rules = rules or default_rules()
     index = rules.keyword_index()
-    for path in paths:
-        check_readable(path)
     warnings = Warnings()
+    paths = _readable_paths(paths, warnings)
     signals = FailureSignals()
     region = FailureRegion()
     collector = HitCollector()
@@ -127,11 +127,18 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
 
     for i, path in enumerate(paths):
         file_rank = rank_from_path(path)
-        lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select),
-                                           index=i, file_rank=file_rank))
-        for hit in scan(lines, index, on_line, warnings):
-            if not deferred.offer(hit):
-                collector.add(hit)
+        try:
+            lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select),
+                                               index=i, file_rank=file_rank))
+            for hit in scan(lines, index, on_line, warnings):
+                if not deferred.offer(hit):
+                    collector.add(hit)
+        except (OSError, InputError) as exc:  # refused once opened (a socket, a lost mount)
+            reason = str(exc) if isinstance(exc, InputError) else \
+                f"{display_name(path)}: {exc.strerror or exc}"
+            if len(paths) == 1:
+                raise InputError(reason) from None
+            warnings.add("unreadable_file", f"{reason}; the job was diagnosed without it")
     for hit in deferred.resolve(rules.rules, signals.last_lineno, collector.hits):
         collector.add(hit)
 
@@ -180,6 +187,28 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     result.update(retry_verdict(result["category"], sure=sure))
     result["warnings"] = warnings.as_list()
     return finish(result, redact=redact)
+
+
+def _readable_paths(paths, warnings):
+    """The paths that can be read. One rank's unreadable file must not withhold the others'
+    diagnosis: it is named in an `unreadable_file` warning. When none can be read, or the
+    job is one file, the first reason is the error."""
+    readable, reasons = [], []
+    for path in paths:
+        try:
+            check_readable(path)
+            readable.append(path)
+        except InputError as exc:
+            if len(paths) == 1:
+                raise
+            reasons.append(str(exc))
+    if not readable:
+        raise InputError(reasons[0])
+    if reasons:
+        warnings.add("unreadable_file", f"skipped {len(reasons)} unreadable file"
+                     f"{'s' if len(reasons) > 1 else ''}: {'; '.join(reasons)}; "
+                     f"the job was diagnosed without {'them' if len(reasons) > 1 else 'it'}")
+    return readable
 
 
 def _judge_what_was_read(result, signals, warnings):

@@ -1,5 +1,6 @@
 """The per-job work of a triage, the same in a local process pool and on Dask workers."""
 
+import os
 import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,9 @@ def triage_job(job: str, files: Iterable[str], rules_dirs: Iterable[str] = (),
     from classifier.diagnosis.diagnose import SCHEMA_VERSION, diagnose_job
     from classifier.diagnosis.read import InputError
     files = list(files)
+    if not files:  # discovery could not list this job's directory
+        return {"job": escape_name(job), "schema_version": SCHEMA_VERSION,
+                "error": strip_controls(f"cannot read {_listing_error(job)}")}
     job = escape_name(job)
     try:
         result = diagnose_job(files, rules_for(rules_dirs), redact=redact)
@@ -43,6 +47,14 @@ def triage_job(job: str, files: Iterable[str], rules_dirs: Iterable[str] = (),
            "group": group_key(result)}
     out.update(result)
     return out
+
+
+def _listing_error(directory):
+    try:
+        os.listdir(directory)
+    except OSError as exc:
+        return f"{directory}: {exc.strerror or exc}"
+    return f"{directory}: the directory could not be read"
 
 
 def triage_batch(batch: Iterable[tuple[str, list[str]]], rules_dirs: Iterable[str] = (),
