@@ -25,7 +25,7 @@ _SEQUENCE = re.compile(
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]?")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-_BREAKS = re.compile(r"[\n\r\v\f]+")  # a line break inside a value reads as a space
+_BREAKS = re.compile(r"[\n\r\v\f\u2028\u2029]+")  # a line break inside a value reads as a space
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _NAME_KEYS = frozenset({"file", "job"})  # keys whose strings are file names, not log text
 
@@ -77,7 +77,7 @@ def finish(result: dict[str, Any], redact: bool = True) -> dict[str, Any]:
 _LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"})
 
 
-def json_line(obj: Any) -> str:
+def json_line(obj: Any, ascii_only: bool = False) -> str:
     """One JSON object on one line, safe for any line splitter; surrogates shown escaped."""
-    text = json.dumps(obj, ensure_ascii=False)
+    text = json.dumps(obj, ensure_ascii=ascii_only)
     return _SURROGATE.sub(lambda m: "\\" + _escape_char(m), text).translate(_LINE_BREAKS)

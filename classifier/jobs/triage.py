@@ -32,6 +32,7 @@ import sys
 from collections.abc import Iterable
 
 from classifier.jobs.run import in_job_order, make_batches, rules_for, run_local
+from classifier.render.json import writes_utf8
 from classifier.sanitize import escape_name, json_line
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_ERROR = 0, 1, 2
@@ -160,9 +161,10 @@ def main(argv: list[str]) -> int:
     from concurrent.futures.process import BrokenProcessPool
     update, stop = _progress(len(jobs))
     results = []
+    utf8 = writes_utf8(sys.stdout)
     try:
         for result in in_job_order(finished, update):
-            sys.stdout.write(json_line(result) + "\n")
+            sys.stdout.write(json_line(result, ascii_only=not utf8) + "\n")
             results.append(_summary_view(result) if not args.html else result)
         sys.stdout.flush()
     except BrokenProcessPool:
