@@ -166,3 +166,12 @@ def test_triage_reports_a_job_directory_it_cannot_list(tmp_path, monkeypatch):
     results = {job: triage_job(job, files) for job, files in jobs}
     assert results[locked]["error"] == f"cannot read {locked}: Permission denied"
     assert results[str(tmp_path / "ok")]["category"] == "gpu_oom"
+
+
+def test_error_messages_show_a_file_names_controls_escaped(tmp_path):
+    missing = os.path.join(os.fsencode(tmp_path), b"gone-\x1b]0;pwned\x07.log")
+    for args in ([missing], ["triage", missing]):
+        proc = _run(args)
+        _no_traceback(proc)
+        assert proc.returncode == 2 and b"\x1b" not in proc.stderr and b"\x07" not in proc.stderr
+        assert b"gone-\\x1b]0;pwned\\x07.log" in proc.stderr

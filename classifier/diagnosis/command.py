@@ -28,7 +28,9 @@ K8S_OPTION = "--k8s-termination-log"
 
 
 def _error(message):
-    sys.stderr.write(f"dsdiag: error: {message}\n")
+    from classifier.sanitize import escape_name
+    # A message may name a file: its odd bytes and controls are shown, never sent to the terminal.
+    sys.stderr.write(f"dsdiag: error: {escape_name(message)}\n")
     return EXIT_ERROR
 
 
@@ -127,7 +129,7 @@ def _drop_missing(paths):
         if path == "-" or os.path.exists(path):
             kept.append(path)
         else:
-            sys.stderr.write(f"dsdiag: error: cannot read {path}: no such file or directory\n")
+            _error(f"cannot read {path}: no such file or directory")
     return kept
 
 
@@ -136,7 +138,8 @@ def _warn_if_several_jobs(files):
     from classifier.jobs.discover import split_jobs
     jobs = split_jobs([f for f in files if f != "-"])
     if len(jobs) > 1:
-        names = ", ".join(os.path.basename(job[0]) for job in jobs[:3])
+        from classifier.sanitize import escape_name
+        names = ", ".join(escape_name(os.path.basename(job[0])) for job in jobs[:3])
         more = f" and {len(jobs) - 3} more" if len(jobs) > 3 else ""
         sys.stderr.write(f"dsdiag: warning: the files look like {len(jobs)} different jobs "
                          f"({names}{more}), not the ranks of one; they are diagnosed as one "

@@ -68,7 +68,7 @@ def _parser():
 
 
 def _error(message):
-    sys.stderr.write(f"dsdiag triage: error: {message}\n")
+    sys.stderr.write(f"dsdiag triage: error: {escape_name(message)}\n")
     return EXIT_ERROR
 
 
