@@ -33,7 +33,7 @@ class Pattern:
     characters carry fewer bits each than that is left alone (a word, not a key).
     """
 
-    __slots__ = ("id", "title", "regex", "replace", "entropy", "examples")
+    __slots__ = ("id", "title", "regex", "replace", "entropy", "keywords", "examples")
 
     def __init__(self, entry: dict[str, Any]) -> None:
         self.id = entry["id"]
@@ -41,6 +41,9 @@ class Pattern:
         self.regex = re.compile(entry["regex"])
         self.replace = entry.get("replace")
         self.entropy = entry.get("entropy")
+        # Lower-case literals one of which every match contains (gitleaks' keywords): the
+        # regex runs only on text holding one.
+        self.keywords = tuple(entry.get("keywords") or ())
         self.examples = entry.get("examples") or {}
 
     def _masked(self, m: re.Match) -> str:
@@ -51,8 +54,12 @@ class Pattern:
             return m.group()
         return m.string[m.start():start] + f"[REDACTED:{self.id}]" + m.string[end:m.end()]
 
-    def sub(self, text: str) -> str:
-        """Return `text` with this pattern's matches replaced."""
+    def sub(self, text: str, lowered: str | None = None) -> str:
+        """Return `text` with this pattern's matches replaced (`lowered`: text.lower(), if known)."""
+        if self.keywords:
+            lowered = text.lower() if lowered is None else lowered
+            if not any(k in lowered for k in self.keywords):
+                return text
         if self.replace:
             return self.regex.sub(self.replace, text)
         return self.regex.sub(self._masked, text)
@@ -79,8 +86,11 @@ def redact_text(text: str, patterns: Sequence[Pattern] | None = None) -> str:
     """Return `text` with every secret replaced by `[REDACTED:<pattern id>]`."""
     if not text:
         return text
+    lowered = text.lower()
     for pattern in patterns or load_patterns():
-        text = pattern.sub(text)
+        changed = pattern.sub(text, lowered)
+        if changed is not text:
+            text, lowered = changed, changed.lower()
     return text
 
 

@@ -28,6 +28,7 @@ def test_pattern_set_is_complete_and_every_pattern_carries_examples():
     for p in PATTERNS:
         assert len(p.examples.get("match") or []) >= 2, p.id
         assert len(p.examples.get("no_match") or []) >= 2, p.id
+        assert all(k and k == k.lower() for k in p.keywords), p.id  # matched against text.lower()
 
 
 def test_redaction_is_idempotent_on_every_example():
