@@ -257,3 +257,12 @@ def test_slurm_comment_is_one_argument_on_one_line_and_the_sidecar_is_clean(tmp_
     _assert_clean_text(comment)
     sidecar = out.with_name(out.name + ".dsdiag.json")
     _assert_clean_json(_strict_json(sidecar.read_bytes()))
+
+
+def test_tee_report_is_clean_and_the_log_passes_through_unchanged(tmp_path):
+    log = _hostile_log(tmp_path).read_bytes()
+    proc = run_dsdiag("--tee", stdin=log)
+    assert proc.returncode == 1 and proc.stdout == log  # the job's own log is never changed
+    report = proc.stderr.decode("utf-8")
+    assert "gpu_oom" in report
+    _assert_clean_text(report)
