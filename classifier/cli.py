@@ -2,7 +2,8 @@
 
 Each command's code lives with its product; this table maps names to "module:function" so
 `dsdiag --help` imports nothing heavy. Exit codes shared by every command: 130 interrupted
-(Ctrl-C), 141 stdout closed early (e.g. `| head`); the rest are each command's own.
+(Ctrl-C), 141 stdout closed early (e.g. `| head`), 2 stdout closed before the start
+(`>&-`); the rest are each command's own.
 """
 
 import importlib
@@ -27,11 +28,27 @@ def _command(target: str):
     return getattr(importlib.import_module(module), func)
 
 
+def _is_utf8(stream) -> bool:
+    return (getattr(stream, "encoding", None) or "").lower().replace("-", "") == "utf8"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `dsdiag` console script."""
     argv = sys.argv[1:] if argv is None else argv
+    if sys.stderr is None:  # started with 2>&-: messages go nowhere, but must not crash
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    for stream in (sys.stdout, sys.stderr):
+        # An ASCII locale without Python's UTF-8 mode: show what it cannot encode as \uXXXX
+        # rather than stop with UnicodeEncodeError (JSON switches to ASCII escapes itself).
+        if stream is not None and not _is_utf8(stream) and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         if argv and argv[0] in SUBCOMMANDS:
+            if sys.stdout is None and argv[0] != "slurm-annotate":
+                # Python leaves a closed fd 1 as None; the default command decides for itself
+                # (--report and --tee write elsewhere), every other command writes there.
+                sys.stderr.write("dsdiag: error: stdout is closed; nothing to write to\n")
+                return 2
             return _command(SUBCOMMANDS[argv[0]])(argv[1:])
         return _command(DEFAULT_COMMAND)(argv, tuple(SUBCOMMANDS))
     except KeyboardInterrupt:

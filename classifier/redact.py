@@ -12,7 +12,9 @@ lines: its body lines carry no marker of their own) and to a whole diagnosis dic
 """
 
 import copy
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -24,20 +26,51 @@ _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 
 
 class Pattern:
-    """One secret shape: its id (the label), compiled regex, replacement and examples."""
+    """One secret shape: its id (the label), compiled regex, replacement and examples.
 
-    __slots__ = ("id", "title", "regex", "replace", "examples")
+    Without `replace`, the named group `secret` (else the whole match) becomes
+    `[REDACTED:<id>]` and the rest of the match is kept; with `entropy`, a secret whose
+    characters carry fewer bits each than that is left alone (a word, not a key).
+    """
+
+    __slots__ = ("id", "title", "regex", "replace", "entropy", "keywords", "examples")
 
     def __init__(self, entry: dict[str, Any]) -> None:
         self.id = entry["id"]
         self.title = entry.get("title", "")
         self.regex = re.compile(entry["regex"])
-        self.replace = entry.get("replace") or f"[REDACTED:{self.id}]"
+        self.replace = entry.get("replace")
+        self.entropy = entry.get("entropy")
+        # Lower-case literals one of which every match contains (gitleaks' keywords): the
+        # regex runs only on text holding one.
+        self.keywords = tuple(entry.get("keywords") or ())
         self.examples = entry.get("examples") or {}
 
-    def sub(self, text: str) -> str:
-        """Return `text` with this pattern's matches replaced."""
-        return self.regex.sub(self.replace, text)
+    def _masked(self, m: re.Match) -> str:
+        start, end = m.span("secret") if "secret" in self.regex.groupindex and \
+            m.group("secret") is not None else m.span()
+        secret = m.string[start:end]
+        if self.entropy is not None and shannon_entropy(secret) < self.entropy:
+            return m.group()
+        return m.string[m.start():start] + f"[REDACTED:{self.id}]" + m.string[end:m.end()]
+
+    def sub(self, text: str, lowered: str | None = None) -> str:
+        """Return `text` with this pattern's matches replaced (`lowered`: text.lower(), if known)."""
+        if self.keywords:
+            lowered = text.lower() if lowered is None else lowered
+            if not any(k in lowered for k in self.keywords):
+                return text
+        if self.replace:
+            return self.regex.sub(self.replace, text)
+        return self.regex.sub(self._masked, text)
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character of `text` (random base64 about 5-6, English words below 3.5)."""
+    if not text:
+        return 0.0
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
 @lru_cache(maxsize=None)
@@ -53,8 +86,11 @@ def redact_text(text: str, patterns: Sequence[Pattern] | None = None) -> str:
     """Return `text` with every secret replaced by `[REDACTED:<pattern id>]`."""
     if not text:
         return text
+    lowered = text.lower()
     for pattern in patterns or load_patterns():
-        text = pattern.sub(text)
+        changed = pattern.sub(text, lowered)
+        if changed is not text:
+            text, lowered = changed, changed.lower()
     return text
 
 
@@ -63,10 +99,15 @@ def redact_lines(texts: Iterable[str], patterns: Sequence[Pattern] | None = None
 
     A block's BEGIN line is redacted by its pattern; its base64 body lines and the END line
     follow as separate lines and are replaced here, since nothing in them alone says "key".
+    A secret hard-wrapped over two lines (a terminal or `fold` cutting at column 80) is found
+    on the pair joined and masked on both sides of the cut.
     """
+    texts = list(texts)
     out = []
+    in_pem = []
     inside = False
     for text in texts:
+        in_pem.append(inside)
         if inside:
             out.append("[REDACTED:pem-private-key]")
             inside = not _PEM_END.search(text)
@@ -74,7 +115,64 @@ def redact_lines(texts: Iterable[str], patterns: Sequence[Pattern] | None = None
         begin = _PEM_BEGIN.search(text)
         inside = bool(begin) and not _PEM_END.search(text, begin.end())
         out.append(redact_text(text, patterns))
+    rejoined = set()
+    for i in range(len(texts) - 1):
+        if in_pem[i] or in_pem[i + 1]:
+            continue
+        pair = _redact_wrapped(texts[i], texts[i + 1], patterns)
+        if pair is None:
+            continue
+        out[i] = pair[0] if i not in rejoined else _mask_whole(out[i], pair[0])
+        out[i + 1] = pair[1]
+        rejoined.add(i + 1)
     return out
+
+
+WRAP_MIN = 40  # a line cut by a hard wrap is long; short lines are ended, not cut
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+# A cut runs through a secret only where token characters meet on both sides of it, and the
+# run they make holds a digit (random keys do; words split by a line end do not).
+_CUT_TAIL = re.compile(r"[A-Za-z0-9+/=_-]{4,}$")
+_CUT_HEAD = re.compile(r"[A-Za-z0-9+/=_-]{4,}")
+_DIGIT = re.compile(r"[0-9]")
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _redact_wrapped(a: str, b: str, patterns) -> tuple[str, str] | None:
+    """(a, b) redacted as the halves of one line cut between them, or None when the join
+    reveals nothing that each half alone does not."""
+    if len(a) < WRAP_MIN:
+        return None
+    tail, head = _CUT_TAIL.search(a), _CUT_HEAD.match(b)
+    if not (tail and head and _DIGIT.search(tail.group() + head.group())):
+        return None
+    joined = a + b
+    red = redact_text(joined, patterns)
+    if red == redact_text(a, patterns) + redact_text(b, patterns):
+        return None
+    head = min(_common_prefix(joined, red), len(a))
+    tail = min(_common_prefix(joined[::-1], red[::-1]), len(b), len(red) - head)
+    middle = red[head:len(red) - tail]
+    if tail >= len(b):  # the change lies in `a`; `b` only gave it context
+        return red[:len(red) - len(b)], redact_text(b, patterns)
+    if head >= len(a):  # the change lies in `b`; `a` named what it is (`token=` at the cut)
+        return redact_text(a, patterns), red[len(a):]
+    marker = _MARKER.search(middle)
+    label = marker.group() if marker else "[REDACTED:wrapped]"
+    return redact_text(a[:head], patterns) + middle, label + redact_text(b[len(b) - tail:], patterns)
+
+
+def _mask_whole(current: str, other: str) -> str:
+    """A line changed by both of its neighbours' joins: keep what each masked by masking all."""
+    return current if current == other else "[REDACTED:wrapped]"
 
 
 def _redact_evidence(evidence, patterns):

@@ -28,6 +28,7 @@ def test_pattern_set_is_complete_and_every_pattern_carries_examples():
     for p in PATTERNS:
         assert len(p.examples.get("match") or []) >= 2, p.id
         assert len(p.examples.get("no_match") or []) >= 2, p.id
+        assert all(k and k == k.lower() for k in p.keywords), p.id  # matched against text.lower()
 
 
 def test_redaction_is_idempotent_on_every_example():
@@ -93,7 +94,7 @@ def test_report_file_is_redacted(tmp_path):
     assert "[REDACTED:github-token]" in report.read_text()
 
 
-def test_text_on_a_terminal_is_shown_as_the_log_has_it():
+def test_text_on_a_terminal_is_redacted_too():
     import os
     import pty
     import subprocess
@@ -117,4 +118,7 @@ def test_text_on_a_terminal_is_shown_as_the_log_has_it():
             out += block
     finally:
         os.close(master)
-    assert b"ghp_EXAMPLEexample0123456789EXAMPLEexample" in out
+    # Redaction runs on the result before any renderer: a terminal (screen shares, scrollback,
+    # recordings) is no exception.
+    assert b"KeyError" in out and b"[REDACTED:github-token]" in out
+    assert b"ghp_EXAMPLE" not in out

@@ -11,8 +11,9 @@ state see the training's outcome, not the diagnosis's.
 With --k8s-termination-log the per-category codes of classifier.taxonomy apply instead (0 none,
 1 unknown, 80-89 retryable, 100-119 fix first), for a podFailurePolicy.
 
-Everything that leaves the terminal (json, markdown, --report files, termination messages,
-Slurm annotations) is redacted (classifier/redaction.yaml); text shown on a terminal is not.
+The diagnosis is finished once, before any renderer sees it (classifier/sanitize.py): escape
+sequences and control characters removed, and secrets masked (classifier/redaction.yaml) in
+every channel, the terminal included, unless --no-redact.
 """
 
 import argparse
@@ -27,7 +28,9 @@ K8S_OPTION = "--k8s-termination-log"
 
 
 def _error(message):
-    sys.stderr.write(f"dsdiag: error: {message}\n")
+    from classifier.sanitize import escape_name
+    # A message may name a file: its odd bytes and controls are shown, never sent to the terminal.
+    sys.stderr.write(f"dsdiag: error: {escape_name(message)}\n")
     return EXIT_ERROR
 
 
@@ -67,7 +70,7 @@ def _parser(subcommands=()):
                         "(default /dev/termination-log) and exit with the per-category codes "
                         "for podFailurePolicy")
     p.add_argument("--no-redact", action="store_true",
-                   help="do not mask tokens, keys and passwords in what leaves the terminal")
+                   help="do not mask tokens, keys and passwords in the report (any format)")
     p.add_argument("--version", action="store_true",
                    help="print the dsdiag version and the rule set's hash (with --rules-dir: "
                         "of the built-in and extra rules together), then exit")
@@ -102,6 +105,10 @@ def _check_args(args, argv):
     files = args.files or ["-"]
     if args.tee and args.files:
         return "--tee reads stdin only; give no log files"
+    if "-" in files and sys.stdin is None:  # started with <&-: Python leaves sys.stdin None
+        return "no input: stdin is closed; name log files (see --help)"
+    if sys.stdout is None and not (args.report or args.tee):
+        return "stdout is closed; nothing to write the report to (give --report FILE)"
     if files == ["-"] and sys.stdin.isatty():
         return "no input: pipe a log into dsdiag or name log files (see --help)"
     if files.count("-") > 1:
@@ -122,7 +129,7 @@ def _drop_missing(paths):
         if path == "-" or os.path.exists(path):
             kept.append(path)
         else:
-            sys.stderr.write(f"dsdiag: error: cannot read {path}: no such file or directory\n")
+            _error(f"cannot read {path}: no such file or directory")
     return kept
 
 
@@ -131,7 +138,8 @@ def _warn_if_several_jobs(files):
     from classifier.jobs.discover import split_jobs
     jobs = split_jobs([f for f in files if f != "-"])
     if len(jobs) > 1:
-        names = ", ".join(os.path.basename(job[0]) for job in jobs[:3])
+        from classifier.sanitize import escape_name
+        names = ", ".join(escape_name(os.path.basename(job[0])) for job in jobs[:3])
         more = f" and {len(jobs) - 3} more" if len(jobs) > 3 else ""
         sys.stderr.write(f"dsdiag: warning: the files look like {len(jobs)} different jobs "
                          f"({names}{more}), not the ranks of one; they are diagnosed as one "
@@ -156,15 +164,11 @@ def _expand_job_dirs(paths):
 
 
 def _emit(result, args, stream, fenced=False):
-    """Render the diagnosis; redacted unless it is text on a terminal or --no-redact.
+    """Render the (already finished) diagnosis.
 
     `fenced` wraps it in the marker lines dsdiag skips when it reads a log (ownreport.py).
     """
     from classifier.render import render
-    on_terminal = args.format == "text" and stream.isatty()
-    if not args.no_redact and not on_terminal:
-        from classifier.redact import redact_diagnosis
-        result = redact_diagnosis(result)
     color = {"always": True, "never": False}.get(args.color)
     if fenced:
         import io
@@ -190,9 +194,6 @@ def _write_termination_log(result, args):
     """Write the Kubernetes verdict; a failure is reported but keeps the category's exit code,
     which is what the Job's podFailurePolicy acts on."""
     from classifier.integrations.k8s import write_termination_log
-    if not args.no_redact:
-        from classifier.redact import redact_diagnosis
-        result = redact_diagnosis(result)
     try:
         write_termination_log(args.k8s_termination_log, result)
     except OSError as exc:
@@ -240,7 +241,8 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         from classifier.integrations.tee import tee_and_diagnose
         # The log passes through even when the rules are broken: never eat a training log.
         try:
-            result, stats = tee_and_diagnose(rules, diagnose_job)
+            from functools import partial
+            result, stats = tee_and_diagnose(rules, partial(diagnose_job, redact=not args.no_redact))
         except InputError as exc:  # passed through whole, but not a log (an archive)
             return _error(f"--tee: cannot diagnose {exc}")
         if stats.stdout_error:
@@ -261,7 +263,7 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         try:
             files = _expand_job_dirs(paths)
             _warn_if_several_jobs(files)
-            result = diagnose_job(files, rules)
+            result = diagnose_job(files, rules, redact=not args.no_redact)
         except InputError as exc:
             return _error(f"cannot read {exc}")
     try:

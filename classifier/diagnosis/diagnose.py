@@ -14,11 +14,13 @@ from classifier.ranks import rank_from_path
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.ownreport import skip_own_reports
-from classifier.diagnosis.read import Warnings, byte_chunks, check_readable, display_name, read_lines
+from classifier.diagnosis.read import (InputError, Warnings, byte_chunks, check_readable, display_name,
+                                      read_lines)
 from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
                         merged_facts, pick_root_cause)
 from classifier.rules.load import default_rules
+from classifier.sanitize import finish
 from classifier.diagnosis.region import FailureRegion, model_text
 from classifier.diagnosis.signals import FailureSignals
 from classifier.diagnosis.structure import DeferredHits, reader_steps
@@ -98,17 +100,18 @@ def _finding(category, hits, ranks_seen, bf16_run=False):
 
 def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
                  chunk_size: int | None = None, select: bool | str | None = None,
-                 use_model: bool = True) -> dict[str, Any]:
+                 use_model: bool = True, redact: bool = True) -> dict[str, Any]:
     """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict.
 
+    The result is finished (classifier/sanitize.py) before it is returned: terminal controls
+    removed and, unless `redact` is False, secrets masked, so no renderer can show them.
     `select` forces the prefilter on (True, or an engine name 'hyperscan' / 're') or off
     (False); by default it runs for files over SELECT_ABOVE bytes.
     """
     rules = rules or default_rules()
     index = rules.keyword_index()
-    for path in paths:
-        check_readable(path)
     warnings = Warnings()
+    paths = _readable_paths(paths, warnings)
     signals = FailureSignals()
     region = FailureRegion()
     collector = HitCollector()
@@ -124,11 +127,18 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
 
     for i, path in enumerate(paths):
         file_rank = rank_from_path(path)
-        lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select),
-                                           index=i, file_rank=file_rank))
-        for hit in scan(lines, index, on_line, warnings):
-            if not deferred.offer(hit):
-                collector.add(hit)
+        try:
+            lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select),
+                                               index=i, file_rank=file_rank))
+            for hit in scan(lines, index, on_line, warnings):
+                if not deferred.offer(hit):
+                    collector.add(hit)
+        except (OSError, InputError) as exc:  # refused once opened (a socket, a lost mount)
+            reason = str(exc) if isinstance(exc, InputError) else \
+                f"{display_name(path)}: {exc.strerror or exc}"
+            if len(paths) == 1:
+                raise InputError(reason) from None
+            warnings.add("unreadable_file", f"{reason}; the job was diagnosed without it")
     for hit in deferred.resolve(rules.rules, signals.last_lineno, collector.hits):
         collector.add(hit)
 
@@ -177,7 +187,29 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     sure = result["source"] == "rule" and result["confidence"] >= confidence_levels.FIX_FIRST
     result.update(retry_verdict(result["category"], sure=sure))
     result["warnings"] = warnings.as_list()
-    return result
+    return finish(result, redact=redact)
+
+
+def _readable_paths(paths, warnings):
+    """The paths that can be read. One rank's unreadable file must not withhold the others'
+    diagnosis: it is named in an `unreadable_file` warning. When none can be read, or the
+    job is one file, the first reason is the error."""
+    readable, reasons = [], []
+    for path in paths:
+        try:
+            check_readable(path)
+            readable.append(path)
+        except InputError as exc:
+            if len(paths) == 1:
+                raise
+            reasons.append(str(exc))
+    if not readable:
+        raise InputError(reasons[0])
+    if reasons:
+        warnings.add("unreadable_file", f"skipped {len(reasons)} unreadable file"
+                     f"{'s' if len(reasons) > 1 else ''}: {'; '.join(reasons)}; "
+                     f"the job was diagnosed without {'them' if len(reasons) > 1 else 'it'}")
+    return readable
 
 
 def _judge_what_was_read(result, signals, warnings):

@@ -229,7 +229,7 @@ def byte_chunks(path: str, warnings: Warnings,
                 return
             yield block
     finally:
-        if raw is not sys.stdin.buffer:
+        if raw is not getattr(sys.stdin, "buffer", None):  # stdin may be closed (None)
             raw.close()
 
 

@@ -101,7 +101,8 @@ def fill(template: str, facts: Mapping[str, object]) -> str | None:
         if value is None:
             missing = True
             return m.group(0)
-        return fact_text(value)
+        # A template puts values in `code`; a backtick from the log would end that span early.
+        return fact_text(value).replace("`", "'")
 
     text = _PLACEHOLDER.sub(sub, template)
     return None if missing else text

@@ -34,6 +34,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from classifier.sanitize import strip_controls
+
 SCONTROL_DIRS = ("/usr/bin", "/usr/local/bin", "/opt/slurm/bin", "/usr/sbin", "/usr/local/sbin",
                  "/bin", "/sbin")
 DEFAULT_BUDGET = 20.0
@@ -151,10 +153,11 @@ def comment_text(d: dict[str, Any], existing: str | None = "") -> str:
         ev = d["evidence"][0]
         rank = f" rank {ev['rank']}" if ev.get("rank") is not None else ""
         text += f" ({os.path.basename(str(ev['file']))}:{ev['line']}{rank})"
-    text = " ".join(text.split())
+    # One argv word for scontrol, one line in squeue: no line breaks, no escape sequences.
+    text = " ".join(strip_controls(text).split())
     if len(text) > COMMENT_MAX:
         text = text[: COMMENT_MAX - 1] + "…"
-    kept = (existing or "").split(" | dsdiag: ")[0].strip()
+    kept = " ".join(strip_controls((existing or "").split(" | dsdiag: ")[0]).split())
     if kept.startswith("dsdiag: ") or kept == "(null)":
         kept = ""
     return f"{kept} | {text}" if kept else text
@@ -267,7 +270,7 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
 
     from classifier.diagnosis import fallback  # noqa: F401 - imported (like all below) before dropping to the job user
     from classifier.diagnosis.diagnose import diagnose_job
-    from classifier.redact import load_patterns, redact_diagnosis
+    from classifier.redact import load_patterns
     from classifier.rules.load import default_rules, env_rules_dirs, load_rules
     extra = env_rules_dirs() + args.rules_dir
     rules = load_rules(extra) if extra else default_rules()
@@ -277,10 +280,9 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
         if not paths:
             why = f" ({problem})" if problem else ""
             return f"job {job_id}: no readable output file{why}; nothing to do"
-        result = diagnose_job(paths, rules)
+        result = diagnose_job(paths, rules, redact=not args.no_redact)
     if result["category"] == "none" and not args.always:
         return f"job {job_id}: no failure found in {paths[0]}"
-    shown = result if args.no_redact else redact_diagnosis(result)
 
     done = []
     running = context not in FINISHED_CONTEXTS and (
@@ -291,7 +293,7 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
         try:
             if not scontrol:
                 raise RuntimeError(problem)
-            update_comment(scontrol, job_id, comment_text(shown, info.get("Comment", "")),
+            update_comment(scontrol, job_id, comment_text(result, info.get("Comment", "")),
                            remaining())
             done.append("Comment")
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
@@ -301,7 +303,7 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     if want_sidecar:
         target = sidecar_path(paths[0])
         with as_job_user(env):
-            write_sidecar(target, shown)
+            write_sidecar(target, result)
         done.append(target)
     return f"job {job_id}: {result['category']} -> {', '.join(done)}"
 

@@ -208,10 +208,28 @@ def _job_name(directory, files):
     return os.path.join(directory, names.pop() if len(names) == 1 else key + ".*")
 
 
-def discover_jobs(path: str, max_depth: int = MAX_DEPTH) -> list[tuple[str, list[str]]]:
-    """[(job path, [files])] for one command-line PATH, by the rule in the module docstring."""
+def discover_jobs(path: str, max_depth: int = MAX_DEPTH, notes: list[tuple[str, str, bool]] | None = None,
+                  _seen: set[tuple[int, int]] | None = None) -> list[tuple[str, list[str]]]:
+    """[(job path, [files])] for one command-line PATH, by the rule in the module docstring.
+
+    `notes` collects (directory, reason, unreadable) for what was not read: a directory that
+    cannot be listed, and one reached again through a symbolic link (a loop is followed once).
+    """
     if not os.path.isdir(path):
         return [(path, [path])]
+    notes = [] if notes is None else notes
+    _seen = set() if _seen is None else _seen
+    try:
+        info = os.stat(path)
+        with os.scandir(path):
+            pass
+    except OSError as exc:
+        notes.append((path, f"cannot read the directory: {exc.strerror or exc}", True))
+        return []
+    if (info.st_dev, info.st_ino) in _seen:
+        notes.append((path, "a directory already read (a symbolic link loop, or named twice); not read again", False))
+        return []
+    _seen.add((info.st_dev, info.st_ino))
     files = job_files(path)
     if files:
         jobs = split_jobs(files)
@@ -222,5 +240,5 @@ def discover_jobs(path: str, max_depth: int = MAX_DEPTH) -> list[tuple[str, list
         return []
     jobs = []
     for name in _entries(path)[1]:
-        jobs += discover_jobs(os.path.join(path, name), max_depth - 1)
+        jobs += discover_jobs(os.path.join(path, name), max_depth - 1, notes, _seen)
     return jobs

@@ -79,9 +79,29 @@ def _md_text(text):
     return _MD_LINK.sub(lambda m: f'<a href="{m.group(2)}" rel="noreferrer">{m.group(1)}</a>', text)
 
 
+def colour_class(colour: str) -> str:
+    """The class that gives an element this palette colour (`k-d62728`): no style attributes,
+    so the page's CSP needs no 'unsafe-inline'."""
+    return "k-" + colour.lstrip("#")
+
+
+def _palette_css():
+    colours = sorted(set(LAYER_COLOURS.values()) | set(OUTCOME_COLOURS.values()) | set(FINDING_COLOURS))
+    rules = [f".{colour_class(c)}{{--c:{c}}}" for c in colours]
+    rules.append(".swatch,#chart .fill{background:var(--c,#888)}")
+    rules += [f"#chart .w{n}{{width:{n}%}}" for n in range(1, 101)]
+    return "".join(rules)
+
+
+def _csp_hash(source):
+    import base64
+    import hashlib
+    return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode() + "'"
+
+
 def legend() -> str:
     """The colour key: a swatch per layer, and the outcomes that have no layer."""
-    items = "".join(f'<li><span class="swatch" style="background:{c}"></span>{_e(name)}</li>'
+    items = "".join(f'<li><span class="swatch {colour_class(c)}"></span>{_e(name)}</li>'
                     for name, c in LEGEND)
     return f'<ul id="legend" aria-label="colour key">{items}</ul>'
 
@@ -104,8 +124,8 @@ def category_chart(results: Iterable[dict[str, Any]]) -> str:
     bars = "".join(
         f'<a href="#filter=cat:{_e(category)}" class="bar" data-category="{_e(category)}" '
         f'title="{_e(category)}: {n} job{"s" if n != 1 else ""}"><span class="label">{_e(category)}'
-        f'</span><span class="track"><span class="fill" style="width:{max(1, round(100 * n / top))}%;'
-        f'background:{category_colour(category)}"></span></span><span class="n">{n}</span></a>'
+        f'</span><span class="track"><span class="fill w{max(1, round(100 * n / top))} '
+        f'{colour_class(category_colour(category))}"></span></span><span class="n">{n}</span></a>'
         for category, n in rows)
     return f'<div id="chart" aria-label="jobs per category">{bars}</div>'
 
@@ -210,7 +230,7 @@ def _details(result):
         facts = finding.get("facts") or {}
         summary = facts.get("ranks_summary")
         colour = FINDING_COLOURS[fi % len(FINDING_COLOURS)]
-        parts.append(f'<h4><span class="swatch" style="background:{colour}">'
+        parts.append(f'<h4><span class="swatch {colour_class(colour)}">'
                      f'</span>{_e(finding["role"])}: {_e(finding_label(finding))}'
                      f'{f" — {_e(summary)}" if summary else ""}</h4>'
                      f'<p>{_e(finding.get("title") or "")}</p>')
@@ -249,7 +269,7 @@ def _job_body(index, result):
     attrs = " ".join(f'data-{k}="{_e(v)}"' for k, v in data.items())
     return (f'<tbody class="job" {attrs}><tr>'
             f'<td class="jobpath">{_path(result.get("job", ""))}</td>'
-            f'<td><span class="cat" style="--c:{category_colour(category, result.get("layer"))}">'
+            f'<td><span class="cat {colour_class(category_colour(category, result.get("layer")))}">'
             f'{_e(category)}</span></td>'
             f'<td data-label="layer">{_e(result.get("layer") or "—")}</td>'
             f'<td class="num" data-label="confidence">{"" if confidence is None else f"{confidence:.2f}"}</td>'
@@ -264,8 +284,9 @@ def _summary_table(results):
     rows = []
     for category, total, groups in summarize(results):
         for i, (group, count, example) in enumerate(groups):
-            head = (f'<td rowspan="{len(groups)}"><a href="#category={_e(category)}" class="cat" '
-                    f'style="--c:{category_colour(category)}">{_e(category)}</a></td><td rowspan="{len(groups)}" class="num">{total}</td>'
+            head = (f'<td rowspan="{len(groups)}"><a href="#category={_e(category)}" '
+                    f'class="cat {colour_class(category_colour(category))}">{_e(category)}</a></td>'
+                    f'<td rowspan="{len(groups)}" class="num">{total}</td>'
                     if i == 0 else "")
             rows.append(f'<tr>{head}<td class="num">{count}</td><td class="group">{_e(group)}</td>'
                         f'<td class="jobpath">{_path(example or "")}</td></tr>')
@@ -281,6 +302,12 @@ _HEADERS = (("job", "job"), ("category", "category"), ("layer", "layer"),
 def render_html(results: Sequence[dict[str, Any]], title: str = "dsdiag triage") -> str:
     """The whole page as a string."""
     from classifier.jobs.html_assets import CSS, ERROR_TRAP, SCRIPT
+    css = CSS + _palette_css()
+    # Only this page's own style sheet and scripts run, named by their hashes: nothing a log
+    # line could bring (it is escaped anyway) would be trusted as inline code or style.
+    csp = (f"default-src 'none'; style-src {_csp_hash(css)}; "
+           f"script-src {_csp_hash(ERROR_TRAP)} {_csp_hash(SCRIPT)}; img-src data:; "
+           "base-uri 'none'; form-action 'none'")
     n = len(results)
     heads = "".join(f'<th data-key="{key}" aria-sort="none" tabindex="0">{label}</th>' if key
                     else f"<th>{label}</th>" for key, label in _HEADERS)
@@ -291,10 +318,9 @@ def render_html(results: Sequence[dict[str, Any]], title: str = "dsdiag triage")
     grouping_html = f' <span id="grouping">{_e(grouping)}</span>' if grouping else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        'style-src \'unsafe-inline\'; script-src \'unsafe-inline\'; img-src data:">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_e(title)}</title>'
-        f"<style>{CSS}</style></head><body>"
+        f"<style>{css}</style></head><body>"
         f'<pre id="js-errors" hidden></pre><script>{ERROR_TRAP}</script>'
         f'<h1 id="top">{_e(title)}</h1><p>{n} job{"s" if n != 1 else ""}.'
         f'{grouping_html}</p>'

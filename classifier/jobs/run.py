@@ -1,11 +1,13 @@
 """The per-job work of a triage, the same in a local process pool and on Dask workers."""
 
+import os
 import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from classifier.jobs.discover import grouping_of
 from classifier.jobs.group import group_key
+from classifier.sanitize import escape_name, strip_controls
 
 if TYPE_CHECKING:
     from classifier.rules.model import RuleSet
@@ -29,20 +31,30 @@ def triage_job(job: str, files: Iterable[str], rules_dirs: Iterable[str] = (),
     from classifier.diagnosis.diagnose import SCHEMA_VERSION, diagnose_job
     from classifier.diagnosis.read import InputError
     files = list(files)
+    if not files:  # discovery could not list this job's directory
+        return {"job": escape_name(job), "schema_version": SCHEMA_VERSION,
+                "error": strip_controls(f"cannot read {_listing_error(job)}")}
+    job = escape_name(job)
     try:
-        result = diagnose_job(files, rules_for(rules_dirs))
+        result = diagnose_job(files, rules_for(rules_dirs), redact=redact)
     except InputError as exc:
-        return {"job": job, "schema_version": SCHEMA_VERSION, "error": f"cannot read {exc}"}
+        return {"job": job, "schema_version": SCHEMA_VERSION,
+                "error": strip_controls(f"cannot read {exc}")}
     except Exception as exc:  # one broken job must not stop the triage of thousands
         return {"job": job, "schema_version": SCHEMA_VERSION,
-                "error": f"internal error: {type(exc).__name__}: {exc}"}
-    if redact:
-        from classifier.redact import redact_diagnosis
-        result = redact_diagnosis(result)
+                "error": strip_controls(f"internal error: {type(exc).__name__}: {exc}")}
     out = {"job": job, "files": len(files), "grouping": grouping_of(files),
            "group": group_key(result)}
     out.update(result)
     return out
+
+
+def _listing_error(directory):
+    try:
+        os.listdir(directory)
+    except OSError as exc:
+        return f"{directory}: {exc.strerror or exc}"
+    return f"{directory}: the directory could not be read"
 
 
 def triage_batch(batch: Iterable[tuple[str, list[str]]], rules_dirs: Iterable[str] = (),

@@ -32,6 +32,8 @@ import sys
 from collections.abc import Iterable
 
 from classifier.jobs.run import in_job_order, make_batches, rules_for, run_local
+from classifier.render.json import writes_utf8
+from classifier.sanitize import escape_name, json_line
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -66,7 +68,7 @@ def _parser():
 
 
 def _error(message):
-    sys.stderr.write(f"dsdiag triage: error: {message}\n")
+    sys.stderr.write(f"dsdiag triage: error: {escape_name(message)}\n")
     return EXIT_ERROR
 
 
@@ -85,13 +87,19 @@ def _collect_paths(args):
 def find_jobs(paths: Iterable[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
     """([(job, files)] for all PATHs, [one line per PATH that yields nothing])."""
     from classifier.jobs.discover import discover_jobs
-    jobs, problems = [], []
+    jobs, problems, seen = [], [], set()
     for path in paths:
         if not os.path.exists(path):
             problems.append(f"{path}: no such file or directory")
             continue
-        found = discover_jobs(path)
-        if not found:
+        notes = []
+        found = discover_jobs(path, notes=notes, _seen=seen)
+        for where, reason, unreadable in notes:
+            if unreadable:  # a job directory is a job: it is reported, as a job that failed
+                jobs.append((where, []))
+            else:
+                sys.stderr.write(f"dsdiag: warning: {escape_name(where)}: {reason}\n")
+        if not found and not any(unreadable for _, _, unreadable in notes):
             problems.append(f"{path}: no log files (*.log, *.out, *.err, *.txt, torchrun "
                             f"attempt_N/) in it or its sub-directories")
         jobs += found
@@ -153,9 +161,10 @@ def main(argv: list[str]) -> int:
     from concurrent.futures.process import BrokenProcessPool
     update, stop = _progress(len(jobs))
     results = []
+    utf8 = writes_utf8(sys.stdout)
     try:
         for result in in_job_order(finished, update):
-            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(result, ascii_only=not utf8) + "\n")
             results.append(_summary_view(result) if not args.html else result)
         sys.stdout.flush()
     except BrokenProcessPool:

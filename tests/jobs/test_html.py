@@ -161,7 +161,13 @@ def test_the_error_checks_catch_a_broken_script(report, chromium, tmp_path):
     # The negative control: the same page with a failing call must trip both checks above.
     path, _ = report
     broken = tmp_path / "broken.html"
-    broken.write_text(path.read_text().replace("\n  apply(true);\n", "\n  apply(true);noSuchFunction();\n"))
+    from classifier.jobs.html import _csp_hash
+    from classifier.jobs.html_assets import SCRIPT
+    changed = SCRIPT.replace("\n  apply(true);\n", "\n  apply(true);noSuchFunction();\n")
+    assert changed != SCRIPT
+    # The page's CSP names its script by hash: the changed script gets its own hash there.
+    broken.write_text(path.read_text().replace(SCRIPT, changed)
+                      .replace(_csp_hash(SCRIPT), _csp_hash(changed)))
     proc = run_chromium(chromium, tmp_path, broken.as_uri(), "--dump-dom")
     dom = proc.stdout.decode()
     assert js_errors(dom) and "noSuchFunction" in dom
@@ -170,10 +176,12 @@ def test_the_error_checks_catch_a_broken_script(report, chromium, tmp_path):
 
 
 def probe(page, tmp_path, script, name="probe.html"):
-    """A copy of the page with `script` run after the page's own (the CSP allows inline script):
+    """A copy of the page with `script` run after the page's own (its hash added to the CSP):
     it measures what only a browser knows and writes the answer into <html> attributes."""
+    from classifier.jobs.html import _csp_hash
     copy = tmp_path / name
-    copy.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>"))
+    text = page.read_text().replace("script-src ", f"script-src {_csp_hash(script)} ", 1)
+    copy.write_text(text.replace("</body>", f"<script>{script}</script></body>"))
     return copy
 
 
@@ -186,13 +194,13 @@ def test_legend_names_every_layer_in_its_colour(report):
     from classifier.jobs.html import LAYER_COLOURS, OUTCOME_COLOURS
     page = report[0].read_text()
     legend = re.search(r'<ul id="legend".*?</ul>', page).group(0)
-    items = re.findall(r'background:(#[0-9a-f]{6})"></span>([a-z]+)</li>', legend)
+    items = re.findall(r'class="swatch k-([0-9a-f]{6})"></span>([a-z]+)</li>', legend)
     expected = {layer: c for layer, c in LAYER_COLOURS.items() if layer} | \
         {"unknown": OUTCOME_COLOURS["unknown"], "none": OUTCOME_COLOURS["none"],
          "unreadable": OUTCOME_COLOURS["error"]}
-    assert {name: colour for colour, name in items} == expected
+    assert {name: "#" + colour for colour, name in items} == expected
     # every category pill on the page uses one of the legend's colours
-    assert set(re.findall(r'class="cat"[^>]*--c:(#[0-9a-f]{6})', page)) <= set(expected.values())
+    assert {"#" + c for c in re.findall(r'class="cat k-([0-9a-f]{6})"', page)} <= set(expected.values())
 
 
 def test_sections_are_linked_from_the_top_and_groups_start_collapsed(report, chromium, tmp_path):
@@ -293,3 +301,18 @@ def test_remediation_shows_code_not_backticks_in_the_browser(report, chromium, t
     steps = re.findall(r'<ol class="steps">(.*?)</ol>', dom, re.S)
     assert steps and any("<code>" in s for s in steps)
     assert not any("`" in re.sub(r"<[^>]+>", "", s) for s in steps)
+
+
+def test_csp_runs_only_the_pages_own_script(report, chromium, tmp_path):
+    # Hash-pinned, no 'unsafe-inline': a script that is not the page's own never runs, even if
+    # one reached the page; the page's own script still runs (data-ready).
+    path, _ = report
+    page = path.read_text()
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page).group(1)
+    assert "unsafe-inline" not in csp and "'sha256-" in csp and " style=" not in page
+    planted = tmp_path / "planted.html"
+    planted.write_text(page.replace("<h1 ", "<script>document.documentElement.setAttribute("
+                                    "'data-planted','1')</script><h1 ", 1))
+    dom = run_chromium(chromium, tmp_path, planted.as_uri(), "--dump-dom").stdout.decode()
+    assert _html_attr(dom, "ready") == "1"
+    assert _html_attr(dom, "planted") is None
