@@ -34,6 +34,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from classifier.diagnosis.culprit import culprit_line
+
 SCONTROL_DIRS = ("/usr/bin", "/usr/local/bin", "/opt/slurm/bin", "/usr/sbin", "/usr/local/sbin",
                  "/bin", "/sbin")
 DEFAULT_BUDGET = 20.0
@@ -151,6 +153,9 @@ def comment_text(d: dict[str, Any], existing: str | None = "") -> str:
         ev = d["evidence"][0]
         rank = f" rank {ev['rank']}" if ev.get("rank") is not None else ""
         text += f" ({os.path.basename(str(ev['file']))}:{ev['line']}{rank})"
+    culprit = culprit_line(d.get("culprit"))
+    if culprit:  # the node to drain; before the cut at COMMENT_MAX would reach it
+        text += f"; culprit {culprit}"
     text = " ".join(text.split())
     if len(text) > COMMENT_MAX:
         text = text[: COMMENT_MAX - 1] + "…"

@@ -2,6 +2,7 @@
 
 from typing import Any, TextIO
 
+from classifier.diagnosis.culprit import culprit_line
 from classifier.facts import fact_text
 
 
@@ -25,6 +26,9 @@ def render_markdown(d: dict[str, Any], stream: TextIO) -> None:
     w(f"### dsdiag: `{d['category']}`{layer}\n\n")
     w(f"**{d['title']}** — confidence {d['confidence']:.2f}, source {d['source']}")
     w(f", rule `{d['rule']}`\n\n" if d.get("rule") else "\n\n")
+    culprit = culprit_line(d.get("culprit"))
+    if culprit:
+        w(f"**Culprit**: {culprit} (confidence {d['culprit']['confidence']:.2f})\n\n")
     if d["evidence"]:
         w("**Evidence**\n\n")
         texts = [ev["text"] for ev in d["evidence"]]
