@@ -32,7 +32,9 @@ _HW = re.compile(r"fallen off the bus|uncorrectable ECC|ECC error|GPU is lost|NV
 # Host memory: the kernel's OOM killer, DeepSpeed's launcher and torchelastic seeing SIGKILL.
 _KERNEL_OOM = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (?P<pid>\d+)"
                          r"|oom-kill:.*?\btask_memcg=\S*,task=\S+,pid=(?P<pid2>\d+)")
-_LAUNCHER_KILL = re.compile(r"--local_rank[= ](?P<local>\d+).*exits with return code = -9")
+# DeepSpeed's launcher prints the command it spawned *last* with the failed process's code
+# (launcher/launch.py sigkill_handler, 0.9 to 0.19): its --local_rank is not the dead rank's.
+_LAUNCHER_KILL = re.compile(r"exits with return code = -9\b")
 _ELASTIC_KILL = re.compile(r"failed \(exitcode: -9\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # A node that could not reach the rendezvous / store, against nodes that waited for it.
 _CONNECT_FAIL = re.compile(r"failed to connect to|Connection refused|No route to host"
@@ -101,7 +103,7 @@ class CulpritWitness:
             self.kernel_oom.append((host, int(m["pid"] or m["pid2"])))
         m = _LAUNCHER_KILL.search(msg)
         if m:
-            self.kills.append((host, int(m["local"]), None))
+            self.kills.append((host, None, None))
         m = _ELASTIC_KILL.search(msg)
         if m:
             self.kills.append((host, int(m["local"]), int(m["pid"])))
@@ -129,10 +131,10 @@ class CulpritWitness:
             return self._hardware(raised)
         if category == "host_oom":
             return self._host_oom(root_rank)
-        if category == "connection_failure":
-            return self._unreachable()
+        if category == "connection_failure":  # a node off the rendezvous, or a peer lost mid-job
+            return self._unreachable() or self._silent_peer()
         if category in _LOCAL:
-            return self._minority(first_rank, raised)
+            return self._silent_peer() or self._minority(first_rank, raised)
         return None
 
     def _named(self, ranks, reason, confidence, hosts=None):
@@ -157,12 +159,28 @@ class CulpritWitness:
     def _world(self):
         return max(self.topology.world_size, max(self.seen, default=-1) + 1)
 
-    def _timeout(self, root_rank):
-        op = self.op or "collective"
+    def _launched(self):
+        """Ranks known to have run: seen on a line, or placed by a launcher whose output is here."""
+        return self.seen | {r for ranks in self.topology.global_map.values() for r in ranks}
+
+    def _missing(self):
+        """(ranks that reported no timeout or lost peer, whether they are few enough to blame)."""
         world = self._world()
         missing = [r for r in range(world) if r not in self.reporters]
-        few = 0 < len(missing) <= max(1, world // 4) and len(self.reporters) >= world / 2
-        if few and all(r in self.seen for r in missing):
+        return missing, 0 < len(missing) <= max(1, world // 4) and len(self.reporters) >= world / 2
+
+    def _silent_peer(self):
+        """The few ranks, known to have run, that did not report losing a peer: the lost peer."""
+        missing, few = self._missing()
+        if few and all(r in self._launched() for r in missing):
+            return self._named(missing, f"the other {len(self.reporters)} ranks lost their "
+                               "connection to it or timed out waiting for it", LIKELY)
+        return None
+
+    def _timeout(self, root_rank):
+        op = self.op or "collective"
+        missing, few = self._missing()
+        if few and all(r in self._launched() for r in missing):
             return self._named(missing, self._stopped(missing) + f"it never reached the {op} the other "
                                f"{len(self.reporters)} ranks timed out on", STRONG)
         if len(set(self.position.values())) > 1:
@@ -223,20 +241,32 @@ class CulpritWitness:
         if len(killed) == 1:
             host = killed[0]
             ranks = {self.topology.rank_of_pid(host, pid) for h, pid in self.kernel_oom if h == host}
-            ranks |= {self.topology.global_rank(host, local) for h, local, _ in self.kills if h == host}
+            ranks |= self._killed_ranks(host)
             return self._named(sorted(r for r in ranks if r is not None),
                                "the kernel's OOM killer ended its process", DIRECT, hosts=[host])
         hosts = sorted({h for h, _, _ in self.kills if h})
         if len(hosts) == 1:
             host = hosts[0]
-            ranks = {self.topology.global_rank(host, local) for h, local, _ in self.kills if h == host}
-            return self._named(sorted(r for r in ranks if r is not None),
+            return self._named(sorted(self._killed_ranks(host)),
                                "its launcher saw a worker killed by SIGKILL (-9), the OOM "
                                "killer's signal", STRONG, hosts=[host])
         if not hosts and not killed and root_rank is not None and self.kills:
             return self._named([root_rank], "torchelastic names it the first failure, killed "
                                "by SIGKILL (-9)", LIKELY)
         return None
+
+    def _killed_ranks(self, host):
+        """The ranks on `host` a SIGKILL is known to have ended: torchelastic's local rank, or the
+        one rank the host ran that did not report losing a peer."""
+        ranks = {self.topology.global_rank(host, local) for h, local, _ in self.kills
+                 if h == host and local is not None} - {None}
+        if not ranks:
+            placed = self.topology.global_map.get(host) or [r for r, h in self.topology.host_of.items()
+                                                             if h == host]
+            silent = [r for r in placed if r not in self.reporters]
+            if len(silent) == 1 and len(placed) > 1:
+                ranks = set(silent)
+        return ranks
 
     def _unreachable(self):
         failing = sorted(h for h in self.connect_fail if h not in self.joined_after)

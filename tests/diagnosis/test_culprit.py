@@ -15,7 +15,8 @@ JUDGED = [
     # log, category, ranks, hosts
     ("nccl_straggler_16r_2h.log", "nccl_timeout", [5], ["gpu-a"]),
     ("xid_one_of_4_hosts_32r.log", "gpu_hardware", [19], ["gpu-node-3"]),
-    ("host_oom_one_of_4_workers.log", "host_oom", [21], ["worker-2"]),
+    # DeepSpeed's -9 line shows the last command it spawned, not the dead rank's: host only
+    ("host_oom_one_of_4_workers.log", "host_oom", [], ["worker-2"]),
     ("rendezvous_one_of_4_nodes.log", "connection_failure", [], ["llm-worker-2"]),
 ]
 
