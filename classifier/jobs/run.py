@@ -39,8 +39,9 @@ def triage_job(job: str, files: Iterable[str], rules_dirs: Iterable[str] = (),
     if redact:
         from classifier.redact import redact_diagnosis
         result = redact_diagnosis(result)
+    from classifier.jobs.hosts import last_modified
     out = {"job": job, "files": len(files), "grouping": grouping_of(files),
-           "group": group_key(result)}
+           "group": group_key(result), "last_seen": last_modified(files)}
     out.update(result)
     return out
 
