@@ -65,6 +65,7 @@ class CulpritWitness:
         self.connect_fail: dict[str, set[int]] = {}
         self.joined_after: set[str] = set()
         self._file_host: dict[str, str | None] = {}
+        self.flight: dict[int, tuple[int, str]] = {}  # rank -> last collective its dump shows
 
     def feed(self, line: "Line") -> None:
         """Read one normalised line."""
@@ -177,7 +178,24 @@ class CulpritWitness:
                                "connection to it or timed out waiting for it", LIKELY)
         return None
 
+    def _flight_recorder(self):
+        """The rank(s) whose flight-recorder dump stops before the others' (flightrec.py)."""
+        if len(self.flight) < 2:
+            return None
+        top = max(seq for seq, _ in self.flight.values())
+        low = min(seq for seq, _ in self.flight.values())
+        behind = [r for r, (seq, _) in self.flight.items() if seq == low]
+        if low == top or len(behind) >= len(self.flight) / 2:
+            return None
+        name = next(n for seq, n in self.flight.values() if seq == top)
+        return self._named(behind, f"its flight recorder stops at collective #{low}: it never "
+                           f"entered {name} #{top}, which the other {len(self.flight) - len(behind)} "
+                           "ranks did", DIRECT)
+
     def _timeout(self, root_rank):
+        found = self._flight_recorder()
+        if found:
+            return found
         op = self.op or "collective"
         missing, few = self._missing()
         if few and all(r in self._launched() for r in missing):

@@ -12,6 +12,7 @@ from classifier import confidence as confidence_levels
 from classifier import taxonomy
 from classifier.ranks import rank_from_path
 from classifier.diagnosis.culprit import CulpritWitness
+from classifier.diagnosis.flightrec import dump_files, last_entered
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.ownreport import skip_own_reports
@@ -134,6 +135,9 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
                 collector.add(hit)
     for hit in deferred.resolve(rules.rules, signals.last_lineno, collector.hits):
         collector.add(hit)
+    dumps = dump_files(paths)
+    if dumps:
+        witness.flight = last_entered(dumps)
 
     winner = pick_root_cause(collector.hits, signals.root_rank)
     unexplained = None
