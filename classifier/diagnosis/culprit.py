@@ -24,6 +24,9 @@ _TIMEOUT = re.compile(r"collective operation timeout|timed out in blocking wait|
 _SEQ = re.compile(r"SeqNum=(?P<seq>\d+),\s*OpType=(?P<op>\w+)|Timeout at NCCL work: (?P<seq2>\d+)"
                   r"|work(?: sequence id)?: (?P<seq3>\d+)")
 _ENQUEUED = re.compile(r"last enqueued (?:NCCL )?work: (?P<n>-?\d+)")
+# `[Rank 5]` / `[PG ID 0 PG GUID 0(default_pg) Rank 5]` inside ProcessGroupNCCL's messages: the rank
+# of a line no launcher labelled (torch < 2.2 printed no `[rank5]:` prefix)
+_MSG_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]")
 _STEP = re.compile(r"\b(?:global[_ ])?(?:step|iteration|iter)\b\s*[:=#]?\s*(?P<n>\d+)", re.IGNORECASE)
 # Hardware: NVRM's Xid line (krcReportXid), ECC and fell-off-the-bus messages.
 _PCI = r"(?P<pci>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
@@ -34,7 +37,7 @@ _KERNEL_OOM = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed
                          r"|oom-kill:.*?\btask_memcg=\S*,task=\S+,pid=(?P<pid2>\d+)")
 # DeepSpeed's launcher prints the command it spawned *last* with the failed process's code
 # (launcher/launch.py sigkill_handler, 0.9 to 0.19): its --local_rank is not the dead rank's.
-_LAUNCHER_KILL = re.compile(r"exits with return code = -9\b")
+_LAUNCHER_KILL = re.compile(r"(?:--local_rank[= ](?P<local>\d+)\b.*)?exits with return code = -9\b")
 _ELASTIC_KILL = re.compile(r"failed \(exitcode: -9\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # A node that could not reach the rendezvous / store, against nodes that waited for it.
 _CONNECT_FAIL = re.compile(r"failed to connect to|Connection refused|No route to host"
@@ -72,8 +75,14 @@ class CulpritWitness:
         if line.source not in self._file_host:
             self._file_host[line.source] = host_from_path(line.source)
         host = line_host(line, self._file_host[line.source])
-        self.topology.feed(line, host)
         msg, rank = line.msg, line.rank
+        if rank is None and "Rank " in msg:
+            m = _MSG_RANK.search(msg)
+            if m:
+                rank = int(m["rank"])
+                if host:
+                    self.topology.host_of.setdefault(rank, host)
+        self.topology.feed(line, host)
         if rank is not None:
             self.seen.add(rank)
             if line.ts is not None:
@@ -104,7 +113,7 @@ class CulpritWitness:
             self.kernel_oom.append((host, int(m["pid"] or m["pid2"])))
         m = _LAUNCHER_KILL.search(msg)
         if m:
-            self.kills.append((host, None, None))
+            self.kills.append((host, int(m["local"]) if m["local"] else None, -1))
         m = _ELASTIC_KILL.search(msg)
         if m:
             self.kills.append((host, int(m["local"]), int(m["pid"])))
@@ -246,6 +255,8 @@ class CulpritWitness:
                           pid and self.topology.rank_of_pid(host, pid)):
                     if isinstance(r, int):
                         ranks.add(r)
+            if not ranks:  # the rank on that host that printed the failure
+                ranks = {r for r in raised if self.topology.host_for(r) == (host, False)}
             gpu = f" (GPU at PCI {pci})" if pci else ""
             return self._named(sorted(ranks), f"its kernel logged the GPU fault{gpu}", DIRECT,
                                hosts=[host])
@@ -276,8 +287,8 @@ class CulpritWitness:
     def _killed_ranks(self, host):
         """The ranks on `host` a SIGKILL is known to have ended: torchelastic's local rank, or the
         one rank the host ran that did not report losing a peer."""
-        ranks = {self.topology.global_rank(host, local) for h, local, _ in self.kills
-                 if h == host and local is not None} - {None}
+        ranks = {self.topology.global_rank(host, local) for h, local, pid in self.kills
+                 if h == host and local is not None and self._trust_local(host, local, pid)} - {None}
         if not ranks:
             placed = self.topology.global_map.get(host) or [r for r, h in self.topology.host_of.items()
                                                              if h == host]
@@ -285,6 +296,15 @@ class CulpritWitness:
             if len(silent) == 1 and len(placed) > 1:
                 ranks = set(silent)
         return ranks
+
+    def _trust_local(self, host, local, pid):
+        """torchelastic's local rank is the dead process's; DeepSpeed's -9 line (pid -1) shows
+        its last spawned command, so only a local rank other than the last one can be the dead
+        rank's (a launcher that prints the failed command itself)."""
+        if pid != -1:
+            return True
+        procs = self.topology.local_procs_of(host)
+        return bool(procs) and local != procs - 1
 
     def _unreachable(self):
         failing = sorted(h for h in self.connect_fail if h not in self.joined_after)

@@ -35,6 +35,11 @@ _WORLD = re.compile(r"\b(?:dist_world_size|WORLD_SIZE|world_size)\s*[=:]\s*(?P<n
 _ELASTIC_FAILED = re.compile(r"failed \(exitcode: -?\d+\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 _FIELD_HOST = re.compile(r"^host\s*:\s*(?P<host>[A-Za-z0-9][\w.-]*)\s*$")
 _FIELD_RANK = re.compile(r"^rank\s*:\s*(?P<rank>\d+)")
+_FIELD_EXIT = re.compile(r"^exitcode\s*:\s*-?\d+\s*\(pid:\s*(?P<pid>\d+)\)")
+# torchelastic's agent, once the rendezvous is done: `Rendezvous complete for workers. Result:
+# restart_count=0 ... group_rank=1 ... global_ranks=[8, 9, ...] ... global_world_sizes=[16, ...]`
+_RDZV_RANKS = re.compile(r"\bglobal_ranks=\[(?P<ranks>[\d, ]+)\]")
+_RDZV_WORLD = re.compile(r"\bglobal_world_sizes=\[(?P<n>\d+)")
 # Slurm's node list and layout, as a batch script's `env` or `scontrol show job` print them.
 _NODELIST = re.compile(r"\b(?:SLURM_JOB_NODELIST|SLURM_NODELIST|NodeList)=(?P<list>\S+)")
 _TASKS_PER_NODE = re.compile(r"\b(?:SLURM_TASKS_PER_NODE|SLURM_NTASKS_PER_NODE)=(?P<n>\d+)")
@@ -42,6 +47,11 @@ _HOSTLIKE = re.compile(r"^[a-z][a-z0-9-]*$")
 _NOT_HOST = re.compile(r"^(?:rank|task|proc|slurm|job|log|logs|out|err|stdout|stderr|train|worker)\b|\d{4,}")
 _RANK_PART = re.compile(r"^(?:rank|task|proc)[-_]?\d+$")
 _LOG_KIND = frozenset({"dmesg", "syslog", "kern", "messages", "journal"})
+_KINDS = r"(?:dmesg|syslog|kern|kernel|messages|journal)"
+# a kernel log's host in the same dotted part: `node-3-dmesg`, `dmesg_node-3` (a rank file's
+# host only as its own part, `node-3.rank5.log`: `exp-7_rank5.log` names a run, not a host)
+_HOST_AND_KIND = (re.compile(r"^(?P<host>[a-z][a-z0-9-]*?)[_-]" + _KINDS + "$"),
+                  re.compile(r"^" + _KINDS + r"[_-](?P<host>[a-z][a-z0-9-]*)$"))
 
 
 def expand_hostlist(text: str) -> list[str]:
@@ -66,13 +76,18 @@ def host_from_path(path: str) -> str | None:
     parts = os.path.basename(path).lower().split(".")
     while parts and parts[-1] in ("gz", "bz2", "xz", "zst", "log", "out", "err", "txt"):
         parts.pop()
-    if len(parts) < 2:
-        return None
-    if _RANK_PART.match(parts[1]) or parts[1] in _LOG_KIND:
+    candidate = None
+    if len(parts) >= 2 and (_RANK_PART.match(parts[1]) or parts[1] in _LOG_KIND):
         candidate = parts[0]
-    elif parts[0] in _LOG_KIND:
+    elif len(parts) >= 2 and parts[0] in _LOG_KIND:
         candidate = parts[1]
     else:
+        for pattern in _HOST_AND_KIND:
+            m = pattern.match(parts[0]) if parts else None
+            if m:
+                candidate = m["host"]
+                break
+    if candidate is None:
         return None
     if _HOSTLIKE.match(candidate) and re.search(r"[\d-]", candidate) and not _NOT_HOST.match(candidate):
         return candidate
@@ -109,6 +124,7 @@ class Topology:
         self.tasks_per_node = 0
         self._comms: list[tuple[str, int, int, str]] = []
         self._field_host: tuple[str, int] | None = None
+        self._field_rank: tuple[str, int, int] | None = None  # (host, rank, line) of a block
 
     def _add_host(self, host: str) -> None:
         if host not in self.hosts:
@@ -133,6 +149,13 @@ class Topology:
         m = _ELASTIC_FAILED.search(msg)
         if m:
             self.pid_local[(host, int(m["pid"]))] = int(m["local"])
+        m = _RDZV_RANKS.search(msg) if host else None
+        if m:
+            for r in re.findall(r"\d+", m["ranks"]):
+                self.host_of.setdefault(int(r), host)
+            w = _RDZV_WORLD.search(msg)
+            if w:
+                self.world_size = max(self.world_size, int(w["n"]))
         self._feed_fields(line, msg)
         m = _NODELIST.search(msg)
         if m:
@@ -181,7 +204,15 @@ class Topology:
         if m and self._field_host and line.lineno - self._field_host[1] <= 3:
             self.host_of.setdefault(int(m["rank"]), self._field_host[0])
             self._add_host(self._field_host[0])
+            self._field_rank = (self._field_host[0], int(m["rank"]), line.lineno)
             self._field_host = None
+            return
+        m = _FIELD_EXIT.match(msg)
+        if m and self._field_rank and line.lineno - self._field_rank[2] <= 3:
+            host, rank, _ = self._field_rank
+            self.pid_rank[(host, int(m["pid"]))] = rank
+            self.pid_rank.setdefault((None, int(m["pid"])), rank)
+            self._field_rank = None
 
     def finish(self) -> None:
         """Resolve what needs the whole log: NCCL comms of the world communicator."""
@@ -213,8 +244,15 @@ class Topology:
 
     def rank_of_pid(self, host: str | None, pid: int) -> int | None:
         """The global rank of process `pid` on `host`, from the launcher's lines."""
+        for key in ((host, pid), (None, pid)):
+            if key in self.pid_rank:
+                return self.pid_rank[key]
         local = self.pid_local.get((host, pid))
         return None if local is None else self.global_rank(host, local)
+
+    def local_procs_of(self, host: str) -> int:
+        """How many ranks the launcher started on `host` (0 when it did not say)."""
+        return len(self.global_map.get(host, ())) or self.local_procs
 
     def host_for(self, rank: int) -> tuple[str | None, bool]:
         """(host of `rank`, inferred?) — inferred when read from a block layout, not seen."""

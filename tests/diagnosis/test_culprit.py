@@ -144,3 +144,56 @@ def test_hostlists_file_names_and_bus_ids():
     topo._comms.append(("gpu-3", 19, 32, "5d000"))
     topo.finish()
     assert topo.rank_of_bus("gpu-3", "0000:5d:00") == 19 and topo.rank_of_bus("gpu-2", "0000:5d:00") is None
+
+
+def _old_torch_straggler(rdzv):
+    """torch < 2.2: no `[rankN]:` label, the rank only inside the message; pdsh host labels."""
+    lines = []
+    if rdzv:
+        for n, host in enumerate(("gpu-a", "gpu-b")):
+            ranks = ", ".join(str(8 * n + i) for i in range(8))
+            lines.append(f"{host}: I0302 10:14:05.000000 77 torch/distributed/elastic/agent/server/api.py:555] "
+                         f"[default] Rendezvous complete for workers. Result: restart_count=0 master_addr=gpu-a "
+                         f"master_port=29500 group_rank={n} group_world_size=2 local_ranks=[0, 1, 2, 3, 4, 5, 6, 7] "
+                         f"role_ranks=[{ranks}] global_ranks=[{ranks}] role_world_sizes=[16] global_world_sizes=[16]")
+    for r in range(16):
+        if r != 12:
+            lines.append(f"{'gpu-a' if r < 8 else 'gpu-b'}: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught "
+                         "collective operation timeout: WorkNCCL(SeqNum=9012, OpType=ALLGATHER, NumelIn=1, "
+                         "NumelOut=16, Timeout(ms)=1800000) ran for 1800312 milliseconds before timing out.")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_silent_rank_of_an_old_torch_log_gets_its_host_from_the_block_layout(tmp_path):
+    d = _diagnose(tmp_path, _old_torch_straggler(rdzv=False))
+    assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == ([12], ["gpu-b"])
+    guessed = d["culprit"]["confidence"]
+    d = _diagnose(tmp_path, _old_torch_straggler(rdzv=True))  # torchelastic says where rank 12 ran
+    assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == ([12], ["gpu-b"])
+    assert d["culprit"]["confidence"] > guessed
+
+
+def test_a_per_host_dmesg_file_and_torchelastic_s_pid_name_host_and_rank(tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.log").write_text(
+        "[rank9]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2026-03-02_11:02:44\n"
+        "  host      : gpu-node-2\n  rank      : 9 (local_rank: 1)\n  exitcode  : -6 (pid: 48113)\n")
+    (job / "dmesg-gpu-node-2.log").write_text(
+        "[812330.448818] NVRM: Xid (PCI:0000:2a:00): 79, pid=48113, name=python, GPU has fallen off the bus.\n")
+    (job / "dmesg-gpu-node-1.log").write_text("[812331.102938] perf: interrupt took too long (2504 > 2500)\n")
+    d = diagnose_job([str(p) for p in sorted(job.iterdir())])
+    assert d["category"] == "gpu_hardware"
+    assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == ([9], ["gpu-node-2"])
+
+
+@pytest.mark.parametrize("local,ranks", [(5, [21]), (7, [])])
+def test_the_launcher_s_local_rank_counts_only_when_it_cannot_be_its_last_command(tmp_path, local, ranks):
+    lines = [f"worker-{n}: [2026-03-04 02:10:13,220] [INFO] [launch.py:152:main] nnodes=4, "
+             f"num_local_procs=8, node_rank={n}" for n in range(4)]
+    lines.append(f"worker-2: [2026-03-04 02:44:51,734] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python3', "
+                 f"'-u', 'train.py', '--local_rank={local}'] exits with return code = -9")
+    d = _diagnose(tmp_path, "\n".join(lines) + "\n")
+    assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == (ranks, ["worker-2"])
