@@ -98,10 +98,10 @@ def line_host(line: "Line", file_host: str | None = None) -> str | None:
     """The host a line was written on: its host label, a syslog host, NCCL's prefix, its file."""
     if line.host:
         return line.host
-    m = _SYSLOG_HOST.search(line.text)
+    m = _SYSLOG_HOST.search(line.text) if " kernel:" in line.text else None
     if m:
         return m["host"]
-    m = _NCCL_PREFIX.search(line.msg)
+    m = _NCCL_PREFIX.search(line.msg) if "NCCL" in line.msg else None
     if m and m["host"] != "localhost":
         return m["host"]
     return file_host
@@ -141,28 +141,30 @@ class Topology:
             m = _NCCL_COMM.search(msg)
             if m and host:
                 self._comms.append((host, int(m["rank"]), int(m["nranks"]), m["bus"]))
-        m = _WORLD.search(msg)
+        m = _WORLD.search(msg) if "orld_size" in msg or "WORLD_SIZE" in msg else None
         if m:
             self.world_size = max(self.world_size, int(m["n"]))
         if "launch" in msg or "spawned" in msg or "rank_mapping" in msg:
             self._feed_launcher(msg, host)
-        m = _ELASTIC_FAILED.search(msg)
+        m = _ELASTIC_FAILED.search(msg) if "exitcode" in msg else None
         if m:
             self.pid_local[(host, int(m["pid"]))] = int(m["local"])
-        m = _RDZV_RANKS.search(msg) if host else None
+        m = _RDZV_RANKS.search(msg) if host and "global_ranks=" in msg else None
         if m:
             for r in re.findall(r"\d+", m["ranks"]):
                 self.host_of.setdefault(int(r), host)
             w = _RDZV_WORLD.search(msg)
             if w:
                 self.world_size = max(self.world_size, int(w["n"]))
-        self._feed_fields(line, msg)
-        m = _NODELIST.search(msg)
-        if m:
-            self.nodelist = expand_hostlist(m["list"]) or self.nodelist
-        m = _TASKS_PER_NODE.search(msg)
-        if m:
-            self.tasks_per_node = int(m["n"])
+        if msg[:1] in ("h", "r", "e"):  # torchelastic's `host :`, `rank :`, `exitcode :` fields
+            self._feed_fields(line, msg)
+        if "SLURM" in msg or "NodeList" in msg:
+            m = _NODELIST.search(msg)
+            if m:
+                self.nodelist = expand_hostlist(m["list"]) or self.nodelist
+            m = _TASKS_PER_NODE.search(msg)
+            if m:
+                self.tasks_per_node = int(m["n"])
 
     def _feed_launcher(self, msg, host):
         m = _WORLD_INFO.search(msg) or _GLOBAL_MAP.search(msg)
