@@ -26,7 +26,8 @@ _SEQ = re.compile(r"SeqNum=(?P<seq>\d+),\s*OpType=(?P<op>\w+)|Timeout at NCCL wo
 _ENQUEUED = re.compile(r"last enqueued (?:NCCL )?work: (?P<n>-?\d+)")
 # `[Rank 5]` / `[PG ID 0 PG GUID 0(default_pg) Rank 5]` inside ProcessGroupNCCL's messages: the rank
 # of a line no launcher labelled (torch < 2.2 printed no `[rank5]:` prefix)
-_MSG_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]")
+# Only in the default group: a sub-group's messages number ranks within the group.
+_MSG_RANK = re.compile(r"\[(?:PG (?:ID )?0 [^\]]*?)?Rank (?P<rank>\d+)\]")
 _STEP = re.compile(r"\b(?:global[_ ])?(?:step|iteration|iter)\b\s*[:=#]?\s*(?P<n>\d+)", re.IGNORECASE)
 # Hardware: NVRM's Xid line (krcReportXid), ECC and fell-off-the-bus messages.
 _PCI = r"(?P<pci>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
@@ -64,6 +65,7 @@ class CulpritWitness:
         self.reporters: set[int] = set()           # ranks that printed a collective timeout
         self.position: dict[int, int] = {}         # rank -> furthest collective it reached
         self.op: str | None = None
+        self.ops: set[str] = set()                 # every OpType / group the timeouts name
         self.seen: set[int] = set()
         self.last_ts: dict[int, float] = {}
         self.last_step: dict[int, int] = {}
@@ -104,6 +106,11 @@ class CulpritWitness:
                 seq = int(m["seq"] or m["seq2"] or m["seq3"])
                 self.position[rank] = max(self.position.get(rank, -1), seq)
                 self.op = self.op or m["op"]
+                if m["op"]:
+                    self.ops.add(m["op"])
+                pg = re.search(r"\bPG (?:ID )?(\d+)", msg)
+                if pg:
+                    self.ops.add(f"PG {pg.group(1)}" if pg.group(1) != "0" else "")
             m = _ENQUEUED.search(msg)
             if m:
                 self.position[rank] = max(self.position.get(rank, -1), int(m["n"]))
@@ -217,14 +224,16 @@ class CulpritWitness:
         if few and all(r in self._launched() for r in missing):
             return self._named(missing, self._stopped(missing) + f"it never reached the {op} the other "
                                f"{len(self.reporters)} ranks timed out on", STRONG)
-        if len(set(self.position.values())) > 1:
+        # Sequence numbers compare only within one group and one collective, and a straggler
+        # shows as a few ranks one step behind a crowd that agrees (not ranks spread out).
+        if len(set(self.position.values())) == 2 and len(self.ops - {""}) <= 1:
             low = min(self.position.values())
             behind = [r for r, p in self.position.items() if p == low]
             if len(behind) < len(self.position) / 2:
                 top = max(self.position.values())
                 return self._named(behind, f"its last collective was #{low} while the others had "
                                    f"reached #{top}", LIKELY)
-        if few:
+        if few and len(self.reporters) >= 2:
             return self._named(missing, f"it printed nothing while the other {len(self.reporters)} "
                                f"ranks timed out on the {op}", WEAK)
         early = self._stops_first()

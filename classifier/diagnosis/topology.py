@@ -94,10 +94,16 @@ def host_from_path(path: str) -> str | None:
     return None
 
 
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
 def line_host(line: "Line", file_host: str | None = None) -> str | None:
-    """The host a line was written on: its host label, a syslog host, NCCL's prefix, its file."""
+    """The host a line was written on: its host label, a syslog host, NCCL's prefix, its file.
+
+    `localhost` (DeepSpeed's single-node pdsh label) names no machine: None.
+    """
     if line.host:
-        return line.host
+        return None if line.host in _LOOPBACK else line.host
     m = _SYSLOG_HOST.search(line.text) if " kernel:" in line.text else None
     if m:
         return m["host"]
