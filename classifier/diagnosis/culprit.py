@@ -12,7 +12,7 @@ names a culprit only when it singles one out, and the confidence says how direct
 import re
 from typing import TYPE_CHECKING, Any
 
-from classifier.diagnosis.topology import Topology, host_from_path, line_host
+from classifier.diagnosis.topology import LOOPBACK, Topology, host_from_path, line_host
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
@@ -173,6 +173,7 @@ class CulpritWitness:
                 inferred = inferred or guess
                 if h not in hosts:
                     hosts.append(h)
+        hosts = [h for h in hosts if h not in LOOPBACK]  # DeepSpeed's single-node `localhost`
         if not ranks and not hosts:
             return None
         if inferred:

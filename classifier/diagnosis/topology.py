@@ -94,7 +94,7 @@ def host_from_path(path: str) -> str | None:
     return None
 
 
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 def line_host(line: "Line", file_host: str | None = None) -> str | None:
@@ -103,7 +103,7 @@ def line_host(line: "Line", file_host: str | None = None) -> str | None:
     `localhost` (DeepSpeed's single-node pdsh label) names no machine: None.
     """
     if line.host:
-        return None if line.host in _LOOPBACK else line.host
+        return None if line.host in LOOPBACK else line.host
     m = _SYSLOG_HOST.search(line.text) if " kernel:" in line.text else None
     if m:
         return m["host"]
@@ -205,7 +205,7 @@ class Topology:
 
     def _feed_fields(self, line, msg):
         m = _FIELD_HOST.match(msg)
-        if m:
+        if m and m["host"] not in LOOPBACK:
             self._field_host = (m["host"], line.lineno)
             return
         m = _FIELD_RANK.match(msg)
