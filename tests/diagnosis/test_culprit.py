@@ -99,6 +99,11 @@ NO_CULPRIT = {
     "xid_on_two_hosts": "Mar  2 11:02:41 gpu-1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, "
                         "GPU has fallen off the bus.\nMar  2 11:02:42 gpu-2 kernel: NVRM: Xid (PCI:0000:3b:00): "
                         "79, pid=2, name=python, GPU has fallen off the bus.",
+    # ranks spread over four sequence numbers: no straggler behind a crowd that agrees
+    "spread_sequence_numbers": "\n".join(f"{r}: {_watchdog(r, 884120 + r)}" for r in range(4)),
+    # two groups' collectives (pipeline stages): their sequence numbers do not compare
+    "two_collectives": "\n".join(f"{r}: {_watchdog(r, 12 if r else 11, 'BROADCAST' if r % 2 else 'ALLREDUCE')}"
+                                  for r in range(4)),
     # every node fails to reach the rendezvous: no node is singled out
     "every_node_unreachable": "\n".join(
         f"[pod/w-{i}/pytorch] torch.distributed.DistNetworkError: The client socket has timed out after "
@@ -197,3 +202,11 @@ def test_the_launcher_s_local_rank_counts_only_when_it_cannot_be_its_last_comman
                  f"'-u', 'train.py', '--local_rank={local}'] exits with return code = -9")
     d = _diagnose(tmp_path, "\n".join(lines) + "\n")
     assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == (ranks, ["worker-2"])
+
+
+def test_localhost_is_never_a_host_to_drain(tmp_path):
+    lines = ["[2026-11-30 01:41:38,772] [INFO] [launch.py:169:main] global_rank_mapping=defaultdict(<class 'list'>, "
+             "{'localhost': [0, 1, 2, 3]})"]
+    lines += [f"localhost: [rank{r}]:{_watchdog(r, 40)}" for r in (0, 1, 3)] + ["localhost: [rank2]: step 39"]
+    d = _diagnose(tmp_path, "\n".join(lines) + "\n")
+    assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == ([2], [])
