@@ -273,8 +273,11 @@ class Topology:
             for host, node in self.node_rank.items():
                 if node * self.local_procs <= rank < (node + 1) * self.local_procs:
                     return host, False
-        if self.nodelist and self.tasks_per_node:
-            i = rank // self.tasks_per_node
+        per_node = self.tasks_per_node
+        if self.nodelist and not per_node and self.world_size % len(self.nodelist) == 0:
+            per_node = self.world_size // len(self.nodelist)  # srun's default: equal blocks
+        if self.nodelist and per_node:
+            i = rank // per_node
             if i < len(self.nodelist):
                 return self.nodelist[i], True
         return self._block_host(rank), True

@@ -210,3 +210,11 @@ def test_localhost_is_never_a_host_to_drain(tmp_path):
     lines += [f"localhost: [rank{r}]:{_watchdog(r, 40)}" for r in (0, 1, 3)] + ["localhost: [rank2]: step 39"]
     d = _diagnose(tmp_path, "\n".join(lines) + "\n")
     assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == ([2], [])
+
+
+def test_srun_node_list_alone_places_ranks_in_equal_blocks(tmp_path):
+    lines = ["SLURM_JOB_NODELIST=gpu-[101-102]"]
+    lines += [f"{r}: [rank{r}]:{_watchdog(r, 740)}" for r in range(16) if r != 11]
+    lines.append("11: [rank11]: step 739 loss 2.01")
+    d = _diagnose(tmp_path, "\n".join(lines) + "\n")
+    assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == ([11], ["gpu-102"])
