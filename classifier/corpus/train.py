@@ -51,14 +51,16 @@ def load_corpus(
     """Return (texts, labels, groups[, reaches_model]) for the training cases under `root`.
 
     Every labelled case except the public `split: test` ones, which are held out from training
-    as from rule changes. A group is a case's family, else its repository (so cross-validation
+    as from rule changes, and cases whose sidecar says `train: false` (the multi-rank culprit
+    cases: they test where a failure started, and their failure text repeats families the
+    model already learns from). A group is a case's family, else its repository (so cross-validation
     holds out whole repositories of public cases), else the case itself. `reaches_model` marks
     the cases the fallback model would see: a failure no rule explains.
     """
     from classifier.diagnosis.diagnose import diagnose_job
     texts, labels, groups, reaches = [], [], [], []
     for log, meta in find_cases(root):
-        if meta.get("split") == "test":
+        if meta.get("split") == "test" or meta.get("train") is False:
             continue
         texts.append(model_text(region_of_files([str(log)])))
         labels.append(meta["label"])

@@ -557,6 +557,8 @@ def run_one(sc, py, vers, out_root, keep_failed):
     if sc["culprit"]:
         c = sc["culprit"]
         meta.append(f"culprit: {{ranks: {c['ranks']}, hosts: [{', '.join(c['hosts'])}]}}")
+        # scored for where the failure started; the model does not learn from them
+        meta.append("train: false")
     (dest / f"{sc['name']}.yaml").write_text("\n".join(meta) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     print(f"{status:6} {sc['name']:42} [{sc['category']}] rc={rc} {elapsed:5.1f}s "

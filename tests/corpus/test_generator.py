@@ -43,7 +43,7 @@ def test_generator_reproduces_a_straggler_and_names_it(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     sidecar = tmp_path / "nccl_timeout" / "culprit_stall_gloo_2x2_ds.yaml"
     meta = yaml.safe_load(sidecar.read_text())
-    assert meta["culprit"] == {"ranks": [2], "hosts": ["node-b"]}
+    assert meta["culprit"] == {"ranks": [2], "hosts": ["node-b"]} and meta["train"] is False
     d = diagnose_job([str(sidecar.with_suffix(".log"))])
     assert d["category"] == "nccl_timeout"
     assert (d["culprit"]["ranks"], d["culprit"]["hosts"]) == ([2], ["node-b"])
