@@ -23,7 +23,7 @@ rules:
 """
 
 CONTRACT = {"schema_version", "tool", "category", "layer", "title", "confidence", "source", "rule",
-            "evidence", "facts", "remediation", "secondary", "warnings", "retryable", "retry_reason"}
+            "evidence", "facts", "remediation", "secondary", "warnings", "retryable", "retry_reason", "culprit"}
 
 
 def test_json_contract_fields_and_types():

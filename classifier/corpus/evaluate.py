@@ -6,6 +6,10 @@ confusion matrix, the evidence-line hit rate and every miss, over all cases and 
 segment apart: `real-run`, `synthesized`, `public-dev`, `public-test` (the sidecar's `origin`,
 and for public cases its `split`). public-test is held out from every rule and model change,
 so its accuracy is the figure to quote; the others flatter the tool.
+
+A sidecar may also hold the expected `culprit: {ranks: [...], hosts: [...]}` (multi-rank jobs):
+the culprit is right when the category is right, the hosts are exactly those, and the ranks too
+where the sidecar lists any. Naming a wrong host is worse than naming none, and counted apart.
 """
 
 import argparse
@@ -64,6 +68,7 @@ def evaluate(root: str | Path, rules: "RuleSet | None" = None) -> dict:
             "rule": d["rule"], "family": meta.get("family"), "segment": segment_of(meta),
             "evidence_hit": bool(wanted & got) if wanted else None,
             "evidence": [ev["line"] for ev in d["evidence"][:3]],
+            **culprit_score(meta, d),
         })
     scores = score(results)
     scores["segments"] = {}
@@ -73,7 +78,24 @@ def evaluate(root: str | Path, rules: "RuleSet | None" = None) -> dict:
             s = score(part)
             scores["segments"][name] = {k: s[k] for k in
                                         ("cases", "accuracy", "false_alarm_rate", "evidence_hit_rate")}
+            if s["culprit_cases"]:
+                scores["segments"][name].update(
+                    {k: s[k] for k in ("culprit_cases", "culprit_accuracy", "culprit_wrong_host")})
     return scores
+
+
+def culprit_score(meta: dict, d: dict) -> dict:
+    """{culprit_hit, culprit_wrong_host} for a case whose sidecar names its culprit, else {}."""
+    want = meta.get("culprit")
+    if not isinstance(want, dict):
+        return {}
+    got = d.get("culprit") or {}
+    hosts, ranks = sorted(want.get("hosts") or []), sorted(want.get("ranks") or [])
+    got_hosts = sorted(got.get("hosts") or [])
+    hit = (d["category"] == meta["label"] and got_hosts == hosts
+           and (not ranks or sorted(got.get("ranks") or []) == ranks))
+    return {"culprit_hit": hit, "culprit_wrong_host": bool(got_hosts) and got_hosts != hosts,
+            "culprit": got or None}
 
 
 def score(results: list[dict]) -> dict:
@@ -95,15 +117,20 @@ def score(results: list[dict]) -> dict:
             if r["evidence_hit"] is not None and r["label"] == r["predicted"]]
     correct = sum(r["label"] == r["predicted"] for r in results)
     quiet = [r for r in results if r["label"] in ("none", "unknown")]
+    named = [r for r in results if "culprit_hit" in r]
     return {
         "cases": len(results),
         "accuracy": round(correct / len(results), 4) if results else 0.0,
         "false_alarm_rate": round(sum(r["predicted"] not in ("none", "unknown") for r in quiet)
                                   / len(quiet), 4) if quiet else 0.0,
         "evidence_hit_rate": round(sum(hits) / len(hits), 4) if hits else None,
+        "culprit_cases": len(named),
+        "culprit_accuracy": round(sum(r["culprit_hit"] for r in named) / len(named), 4) if named else None,
+        "culprit_wrong_host": sum(r["culprit_wrong_host"] for r in named),
         "per_category": per,
         "confusion": confusion,
         "misses": [r for r in results if r["label"] != r["predicted"]],
+        "culprit_misses": [r for r in named if not r["culprit_hit"]],
     }
 
 
@@ -116,6 +143,10 @@ def _print_text(s, out):
         for name, m in s["segments"].items():
             w(f"{name:<22}{m['cases']:>8}{m['accuracy']:>10.1%}{(m['evidence_hit_rate'] or 0):>10.1%}"
               f"{m['false_alarm_rate']:>13.1%}\n")
+        for name, m in s["segments"].items():
+            if m.get("culprit_cases"):
+                w(f"{name}: culprit right in {m['culprit_accuracy']:.1%} of {m['culprit_cases']} "
+                  f"multi-rank cases, a wrong host named in {m['culprit_wrong_host']}\n")
         if "public-test" in s["segments"]:
             w("public-test is held out from every rule and model change: the figure to quote\n")
         w("\n")
@@ -127,6 +158,13 @@ def _print_text(s, out):
     w(" " * 22 + "".join(f"{c[:5]:>6}" for c in labels) + "\n")
     for a in labels:
         w(f"{a:<22}" + "".join(f"{s['confusion'][a][b] or '.':>6}" for b in labels) + "\n")
+    culprit_misses = [r for r in s.get("culprit_misses", [])]
+    if culprit_misses:
+        w("\nculprit misses\n")
+        for r in culprit_misses:
+            c = r["culprit"]
+            named = f"{c['ranks']} on {c['hosts']}" if c else "none"
+            w(f"  [{r['segment']}] {r['case']}: named {named}\n")
     if s["misses"]:
         w("\nmisses\n")
         for r in s["misses"]:

@@ -52,7 +52,9 @@ def load_corpus(
     """Return (texts, labels, groups[, reaches_model]) for the training cases under `root`.
 
     Every labelled case except the public `split: test` ones, which are held out from training
-    as from rule changes. A group is a case's family, else its repository (so cross-validation
+    as from rule changes, and cases whose sidecar says `train: false` (the multi-rank culprit
+    cases: they test where a failure started, and their failure text repeats families the
+    model already learns from). A group is a case's family, else its repository (so cross-validation
     holds out whole repositories of public cases), else the case itself. `reaches_model` marks
     the cases the fallback model would see: a failure no rule explains. Cases of a terminal
     category are left out, so the model never answers one.
@@ -62,7 +64,8 @@ def load_corpus(
     for log, meta in find_cases(root):
         # A scheduler's end (taxonomy.TERMINAL) must rest on a rule's explicit line: a guess
         # from words would call a failure no rule explains `job_cancelled` by its SIGTERM echo.
-        if meta.get("split") == "test" or meta["label"] in TERMINAL:
+        if (meta.get("split") == "test" or meta["label"] in TERMINAL
+                or meta.get("train") is False):
             continue
         texts.append(model_text(region_of_files([str(log)])))
         labels.append(meta["label"])

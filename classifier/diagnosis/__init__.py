@@ -4,5 +4,7 @@ read (bytes -> lines) -> prefilter (big inputs: only the lines worth a look) -> 
 (launcher prefixes peeled, ranks and timestamps found) -> match (rule hits; signals and region
 collect the failure markers and the fallback model's input alongside) -> rootcause (the cause
 among the echoes) -> fallback (the text model, when no rule fired) -> remediate (checklist and
-steps filled with the log's values) -> diagnose (the JSON contract), driven by command.
+steps filled with the log's values) -> culprit (the rank and host it started on; topology maps
+ranks to hosts, flightrec reads flight-recorder dumps) -> diagnose (the JSON contract), driven
+by command.
 """

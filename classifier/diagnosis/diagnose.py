@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from classifier import confidence as confidence_levels
 from classifier import taxonomy
 from classifier.ranks import rank_from_path
+from classifier.diagnosis.culprit import CulpritWitness
+from classifier.diagnosis.flightrec import dump_files, last_entered
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.ownreport import skip_own_reports
@@ -116,10 +118,12 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     region = FailureRegion()
     collector = HitCollector()
     deferred = DeferredHits()
+    witness = CulpritWitness()
     ranks_seen = set()
 
     def on_line(line):
         signals.feed(line)
+        witness.feed(line)
         region.feed(line)
         deferred.feed(line)
         if line.rank is not None:
@@ -141,6 +145,9 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             warnings.add("unreadable_file", f"{reason}; the job was diagnosed without it")
     for hit in deferred.resolve(rules.rules, signals.last_lineno, collector.hits):
         collector.add(hit)
+    dumps = dump_files(paths)
+    if dumps:
+        witness.flight = last_entered(dumps)
 
     winner = pick_root_cause(collector.hits, signals.root_rank)
     unexplained = None
@@ -184,6 +191,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         if warnings.looks_binary():
             warnings.add("not_text", "most of the input is not text; the diagnosis rests on the text "
                                      "lines found in it")
+    result["culprit"] = _culprit(witness, result, signals)
     sure = result["source"] == "rule" and result["confidence"] >= confidence_levels.FIX_FIRST
     result.update(retry_verdict(result["category"], sure=sure))
     result["warnings"] = warnings.as_list()
@@ -210,6 +218,23 @@ def _readable_paths(paths, warnings):
                      f"{'s' if len(reasons) > 1 else ''}: {'; '.join(reasons)}; "
                      f"the job was diagnosed without {'them' if len(reasons) > 1 else 'it'}")
     return readable
+
+
+def _culprit(witness, result, signals):
+    """Where the failure started (culprit.py): only for a failure the log shows."""
+    if result["category"] == taxonomy.NONE or result["source"] == "model":
+        return None
+    evidence = result["evidence"]
+    first = next((e["rank"] for e in evidence if e["rank"] is not None), None)
+    raised = set(result["facts"].get("ranks") or ())
+    if result["category"] == taxonomy.UNKNOWN and evidence:
+        # every rank that printed the same error, not only the few kept as evidence
+        text = {e["text"] for e in evidence}
+        raised |= {line.rank for line in signals.exceptions
+                   if line.text in text and line.rank is not None}
+    world = result["facts"].get("world_size")
+    return witness.culprit(result["category"], first, frozenset(raised), signals.root_rank,
+                           world if isinstance(world, int) else 0)
 
 
 def _judge_what_was_read(result, signals, warnings):

@@ -40,8 +40,8 @@ _RANK_PREFIXES = (
                r"|(?!collect2:)(?=[a-z0-9-]*[\d-])[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*):\s"),
     # Ray Train workers: `(RayTrainWorker pid=12345, ip=10.0.0.1) `
     re.compile(r"\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s"),
-    # kubectl logs --prefix: `[pod/trainer-0/pytorch] `
-    re.compile(r"\[pod/[^\]\s]+\]\s"),
+    # kubectl logs --prefix: `[pod/trainer-0/pytorch] `; the pod is where the line ran
+    re.compile(r"\[pod/(?P<host>[^/\]\s]+)(?:/[^\]\s]*)?\]\s"),
     # docker compose: `trainer-1  | ` (a service name ending in its replica number)
     re.compile(r"(?P<host>[a-z0-9][\w.-]*[-_]\d+)\s+\|\s"),
 )

@@ -14,6 +14,7 @@ the exit codes of the category table (classifier/taxonomy.py), which a Job's `po
 import os
 from typing import Any
 
+from classifier.diagnosis.culprit import culprit_line
 from classifier.taxonomy import diagnosis_exit_code
 
 DEFAULT_PATH = "/dev/termination-log"
@@ -46,6 +47,9 @@ def termination_message(d: dict[str, Any], limit: int = MAX_BYTES) -> str:
         ev = d["evidence"][0]
         rank = f" rank {ev['rank']}" if ev.get("rank") is not None else ""
         lines.append(_clip(f"evidence: {ev['file']}:{ev['line']}{rank}: {ev['text']}"))
+    culprit = culprit_line(d.get("culprit"))
+    if culprit:
+        lines.append(_clip(f"culprit: {culprit}"))
     step = _first_step(d.get("remediation") or [])
     if step:
         lines.append(_clip(f"next: {step}"))

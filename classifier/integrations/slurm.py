@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from classifier.sanitize import strip_controls
+from classifier.diagnosis.culprit import culprit_line
 
 SCONTROL_DIRS = ("/usr/bin", "/usr/local/bin", "/opt/slurm/bin", "/usr/sbin", "/usr/local/sbin",
                  "/bin", "/sbin")
@@ -153,6 +154,9 @@ def comment_text(d: dict[str, Any], existing: str | None = "") -> str:
         ev = d["evidence"][0]
         rank = f" rank {ev['rank']}" if ev.get("rank") is not None else ""
         text += f" ({os.path.basename(str(ev['file']))}:{ev['line']}{rank})"
+    culprit = culprit_line(d.get("culprit"))
+    if culprit:  # the node to drain; before the cut at COMMENT_MAX would reach it
+        text += f"; culprit {culprit}"
     # One argv word for scontrol, one line in squeue: no line breaks, no escape sequences.
     text = " ".join(strip_controls(text).split())
     if len(text) > COMMENT_MAX:

@@ -295,6 +295,17 @@ def _summary_table(results):
             + "".join(rows) + "</tbody></table>")
 
 
+def _hosts_table(results):
+    from classifier.jobs.hosts import culprit_hosts
+    rows = "".join(f'<tr><td class="host">{_e(r.host)}</td><td class="num">{r.jobs}</td>'
+                   f'<td>{_e(r.categories_text())}</td><td>{_e(r.last_seen or "-")}</td></tr>'
+                   for r in culprit_hosts(results))
+    if not rows:
+        return "<p>No failed job names a culprit host.</p>"
+    return ('<table id="hosts"><thead><tr><th>host</th><th>failed jobs</th><th>categories</th>'
+            '<th>last seen</th></tr></thead><tbody>' + rows + "</tbody></table>")
+
+
 _HEADERS = (("job", "job"), ("category", "category"), ("layer", "layer"),
             ("confidence", "confidence"), ("group", "group"), ("ranks", "ranks"), (None, "evidence"))
 
@@ -325,12 +336,13 @@ def render_html(results: Sequence[dict[str, Any]], title: str = "dsdiag triage")
         f'<h1 id="top">{_e(title)}</h1><p>{n} job{"s" if n != 1 else ""}.'
         f'{grouping_html}</p>'
         f'<nav id="toc"><a href="#sec-jobs">Jobs ({n})</a><a href="#sec-chart">Jobs per category</a>'
-        f'<a href="#sec-groups">Groups ({n_groups})</a></nav>'
+        f'<a href="#sec-groups">Groups ({n_groups})</a><a href="#sec-hosts">Hosts to look at</a></nav>'
         f'<p class="legend-line">Colour of a category: its layer (checked in the order install, env, '
         f'launch, config), or the outcome. {legend()}</p>'
         f'<h2 id="sec-chart">Jobs per category {top}</h2>{category_chart(results)}'
         f'<details id="groups-box"><summary><h2 id="sec-groups">Groups ({n_groups})</h2></summary>'
         f'{_summary_table(results)}</details>'
+        f'<h2 id="sec-hosts">Hosts to look at {top}</h2>{_hosts_table(results)}'
         f'<h2 id="sec-jobs">Jobs {top}</h2><p><label>filter <input id="filter" type="search" '
         'placeholder="text, or cat:CATEGORY"></label> <span id="shown"></span></p>'
         f'<table id="jobs"><thead><tr>{heads}</tr></thead>{bodies}</table>'

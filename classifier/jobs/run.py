@@ -43,8 +43,9 @@ def triage_job(job: str, files: Iterable[str], rules_dirs: Iterable[str] = (),
     except Exception as exc:  # one broken job must not stop the triage of thousands
         return {"job": job, "schema_version": SCHEMA_VERSION,
                 "error": strip_controls(f"internal error: {type(exc).__name__}: {exc}")}
+    from classifier.jobs.hosts import last_modified
     out = {"job": job, "files": len(files), "grouping": grouping_of(files),
-           "group": group_key(result)}
+           "group": group_key(result), "last_seen": last_modified(files)}
     out.update(result)
     return out
 

@@ -92,6 +92,15 @@ def print_summary(results: Sequence[dict[str, Any]], stream: TextIO) -> None:
         console.print(Text(_footer(results)))
         if grouping_line(results):
             console.print(Text(grouping_line(results)))
+        from classifier.jobs.hosts import culprit_hosts
+        hosts = culprit_hosts(results)
+        if hosts:
+            table = Table("host", "failed jobs", "categories", "last seen",
+                          title="hosts to look at", title_justify="left")
+            for row in hosts:
+                table.add_row(*(Text(c) for c in (row.host, str(row.jobs), row.categories_text(),
+                                                   row.last_seen or "-")))
+            console.print(table)
         return
     widths = [min(MAX_PAD, max([len(HEADER[i])] + [len(r[i]) for r in rows])) for i in range(4)]
     for row in [HEADER] + rows:
@@ -101,4 +110,6 @@ def print_summary(results: Sequence[dict[str, Any]], stream: TextIO) -> None:
     stream.write(_footer(results) + "\n")
     if grouping_line(results):
         stream.write(grouping_line(results) + "\n")
+    from classifier.jobs.hosts import culprit_hosts, print_hosts
+    print_hosts(culprit_hosts(results), stream)
     stream.flush()

@@ -13,7 +13,9 @@ Output:
           many files, and how they were put together: discover.grouping_of) and `"group"` (the
           grouping key below). A job that cannot be read is `{"job", "schema_version", "error"}`.
   stderr  a progress bar (only on a terminal), then the summary: jobs per category and, within
-          a category, per grouping key.
+          a category, per grouping key; then the hosts to look at (classifier.jobs.hosts).
+  --drain-list  stdout holds, instead of the JSONL, the hosts named as culprit in at least
+          --min-jobs failed jobs, one per line.
   --html  a self-contained page (classifier.jobs.html): chart, sortable table, rank timelines.
 
 The grouping key is classifier.jobs.group.group_key; the per-job work is classifier.jobs.run.
@@ -63,6 +65,13 @@ def _parser():
                    help="extra rule directory (as for `dsdiag`); env DSDIAG_RULES_DIR")
     p.add_argument("--no-redact", action="store_true",
                    help="do not mask tokens, keys and passwords in the JSONL and HTML")
+    p.add_argument("--drain-list", action="store_true",
+                   help="print, instead of the JSONL, the hosts named as the culprit of at least "
+                        "--min-jobs failed jobs, one per line (for scontrol ... state=drain or "
+                        "--exclude)")
+    p.add_argument("--min-jobs", type=int, default=1, metavar="N",
+                   help="with --drain-list: only hosts that are the culprit of N or more jobs "
+                        "(default 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     return p
 
@@ -136,6 +145,8 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.workers < 1:
         return _error("--workers must be at least 1")
+    if args.min_jobs < 1:
+        return _error("--min-jobs must be at least 1")
     try:
         jobs, bad_paths = find_jobs(_collect_paths(args))
     except ValueError as exc:
@@ -164,7 +175,8 @@ def main(argv: list[str]) -> int:
     utf8 = writes_utf8(sys.stdout)
     try:
         for result in in_job_order(finished, update):
-            sys.stdout.write(json_line(result, ascii_only=not utf8) + "\n")
+            if not args.drain_list:
+                sys.stdout.write(json_line(result, ascii_only=not utf8) + "\n")
             results.append(_summary_view(result) if not args.html else result)
         sys.stdout.flush()
     except BrokenProcessPool:
@@ -176,6 +188,10 @@ def main(argv: list[str]) -> int:
         close = getattr(finished, "close", None)
         if close:
             close()
+    if args.drain_list:
+        from classifier.jobs.hosts import drain_list
+        sys.stdout.write("".join(f"{host}\n" for host in drain_list(results, args.min_jobs)))
+        sys.stdout.flush()
     if not args.quiet:
         from classifier.jobs.summary import print_summary
         print_summary(results, sys.stderr)
@@ -192,5 +208,8 @@ def main(argv: list[str]) -> int:
 
 def _summary_view(result):
     """What the summary needs of a result (keeps memory small over thousands of jobs)."""
-    keep = ("job", "files", "grouping", "group", "category", "layer", "error")
-    return {k: result[k] for k in keep if k in result}
+    keep = ("job", "files", "grouping", "group", "category", "layer", "error", "last_seen")
+    view = {k: result[k] for k in keep if k in result}
+    if result.get("culprit"):
+        view["culprit"] = {"hosts": result["culprit"]["hosts"]}
+    return view

@@ -10,6 +10,7 @@ HTML or a heading in the ticket.
 import re
 from typing import Any, TextIO
 
+from classifier.diagnosis.culprit import culprit_line
 from classifier.facts import fact_text
 
 _CODE_SPAN = re.compile(r"`[^`]+`")
@@ -68,6 +69,9 @@ def render_markdown(d: dict[str, Any], stream: TextIO) -> None:
     w(f"### dsdiag: {code(d['category'])}{layer}\n\n")
     w(f"**{prose(d['title'])}** — confidence {d['confidence']:.2f}, source {prose(d['source'])}")
     w(f", rule {code(d['rule'])}\n\n" if d.get("rule") else "\n\n")
+    culprit = culprit_line(d.get("culprit"))
+    if culprit:
+        w(f"**Culprit**: {prose(culprit)} (confidence {d['culprit']['confidence']:.2f})\n\n")
     if d["evidence"]:
         w("**Evidence**\n\n")
         lines = [f"{_location(ev)}: {ev['text']}" for ev in d["evidence"]]

@@ -7,6 +7,7 @@ must print exactly as the job wrote it.
 import os
 from typing import Any, TextIO
 
+from classifier.diagnosis.culprit import culprit_line
 from classifier.facts import fact_text
 
 
@@ -20,6 +21,9 @@ def _segments(d):
     if d.get("rule"):
         meta += f", rule {d['rule']}"
     out.append([("dim", meta)])
+    culprit = culprit_line(d.get("culprit"))
+    if culprit:
+        out.append([("bold", "Culprit: "), ("", culprit), ("dim", f"  (confidence {d['culprit']['confidence']:.2f})")])
     if d["evidence"]:
         out.append([])
         out.append([("bold", "Evidence")])

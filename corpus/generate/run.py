@@ -71,10 +71,28 @@ SCENARIOS = []
 
 
 def scenario(name, category, family, cmd, signature, expect="fail", env=None, setup=(),
-             timeout=DEFAULT_TIMEOUT, note="", evidence=None, xfail=""):
+             timeout=DEFAULT_TIMEOUT, note="", evidence=None, xfail="", culprit=None):
     SCENARIOS.append(dict(name=name, category=category, family=family, cmd=cmd,
                           signature=signature, expect=expect, env=env or {}, setup=tuple(setup),
-                          timeout=timeout, note=note, evidence=evidence, xfail=xfail))
+                          timeout=timeout, note=note, evidence=evidence, xfail=xfail,
+                          culprit=culprit))
+
+
+# Two fake nodes of two ranks each: DeepSpeed's own per-node launcher (launcher/launch.py, what
+# pdsh runs on every node) started twice on 127.0.0.1 with node_rank 0 and 1, each node's output
+# labelled `node-a: ` / `node-b: ` the way pdsh labels it. world_info is {"node-a": [0, 1],
+# "node-b": [0, 1]}, base64 as runner.py passes it.
+WORLD_INFO_2X2 = "eyJub2RlLWEiOiBbMCwgMV0sICJub2RlLWIiOiBbMCwgMV19"
+
+
+def two_nodes(args):
+    """A bash wrapper that runs DeepSpeed's per-node launcher for node-a and node-b, pdsh-style."""
+    node = ("{py} -u -m deepspeed.launcher.launch --world_info=" + WORLD_INFO_2X2 +
+            " --node_rank=%d --master_addr=127.0.0.1 --master_port={port} multi_node.py " + args)
+    return ["bash", "-c",
+            f"set -o pipefail; ({node % 0} 2>&1 | sed -u 's/^/node-a: /') & p=$!; "
+            f"({node % 1} 2>&1 | sed -u 's/^/node-b: /'); r1=$?; wait $p; r0=$?; "
+            "exit $((r0 > r1 ? r0 : r1))"]
 
 
 def ds_train(cfg, *extra):
@@ -211,6 +229,23 @@ scenario("oom_sigkill_ds", "host_oom", "rank_sigkilled",
 scenario("oom_enomem_ulimit_torchrun", "host_oom", "alloc_enomem",
          ["bash", "-c", "ulimit -v 8000000; exec " + " ".join(TR) + " plain_dist.py --fail alloc --record"],
          [r"(?i)can't allocate memory|Cannot allocate memory|out of memory"], timeout=90)
+
+# ---- culprits: which rank and node of a 4-rank, 2-node job started the failure
+scenario("culprit_stall_gloo_2x2_ds", "nccl_timeout", "culprit_straggler",
+         two_nodes("--fail stall --culprit 2 --timeout 4 --stall 40"),
+         [r"Timed out waiting \d+ms for recv operation"], timeout=90, culprit={"ranks": [2], "hosts": ["node-b"]},
+         note="rank 2 (node-b) sleeps before the third allreduce; the other three time out in it")
+scenario("culprit_sigkill_gloo_2x2_ds", "host_oom", "culprit_sigkilled",
+         two_nodes("--fail sigkill --culprit 2"),
+         [r"exits with return code = -9"], timeout=90, culprit={"ranks": [2], "hosts": ["node-b"]},
+         note="rank 2 (node-b) is killed by SIGKILL, as the OOM killer does; the launcher's line "
+              "shows the last command it spawned (local rank 1), not the dead rank's")
+scenario("culprit_exit_early_gloo_2x2_ds", "connection_failure", "culprit_exit_early",
+         two_nodes("--fail exit --culprit 3"),
+         [r"Connection closed by peer"], timeout=90, culprit={"ranks": [3], "hosts": ["node-b"]},
+         note="rank 3 (node-b) leaves with exit code 3 and no exception; its peers lose it "
+              "mid-allreduce. The lost connection is all the log says of the failure (no category "
+              "is for a silent early exit); the culprit names the rank that left")
 
 # ---- unknown (an ordinary bug in user code)
 scenario("user_exc_torchrun_record", "unknown", "user_exception",
@@ -527,6 +562,11 @@ def run_one(sc, py, vers, out_root, keep_failed):
         meta.append(f"note: {yaml_str(sc['note'])}")
     if sc["xfail"]:
         meta.append(f"xfail: {yaml_str(sc['xfail'])}")
+    if sc["culprit"]:
+        c = sc["culprit"]
+        meta.append(f"culprit: {{ranks: {c['ranks']}, hosts: [{', '.join(c['hosts'])}]}}")
+        # scored for where the failure started; the model does not learn from them
+        meta.append("train: false")
     (dest / f"{sc['name']}.yaml").write_text("\n".join(meta) + "\n")
     shutil.rmtree(work, ignore_errors=True)
     print(f"{status:6} {sc['name']:42} [{sc['category']}] rc={rc} {elapsed:5.1f}s "

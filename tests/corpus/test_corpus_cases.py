@@ -7,7 +7,7 @@ strict xfail, so fixing it (or breaking it differently) is noticed, and it is ne
 import pytest
 
 from classifier.diagnosis.diagnose import diagnose_job
-from classifier.corpus.evaluate import find_cases
+from classifier.corpus.evaluate import culprit_score, find_cases
 from classifier.rules.load import default_rules
 from conftest import ROOT
 
@@ -25,3 +25,5 @@ def test_corpus_case(log, meta):
     # The category is the contract; whether the evidence hits the labelled lines is a score
     # (`dsdiag eval` reports the hit rate) — labellers mark different lines of one cascade.
     assert d["category"] == meta["label"], (d["rule"], d["evidence"][:1])
+    if meta.get("culprit"):  # a multi-rank case names the rank and host it started on
+        assert culprit_score(meta, d)["culprit_hit"], (meta["culprit"], d["culprit"])

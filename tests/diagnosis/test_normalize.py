@@ -36,7 +36,7 @@ CASES = [
     ("10.0.0.5: ValueError: y", "ValueError: y", None, "10.0.0.5"),
     ("(RayTrainWorker pid=48213, ip=10.0.4.7) torch.OutOfMemoryError: CUDA out of memory.",
      "torch.OutOfMemoryError: CUDA out of memory.", None, None),
-    ("[pod/llama-ft-worker-1/pytorch] [rank9]: AssertionError", "AssertionError", 9, None),
+    ("[pod/llama-ft-worker-1/pytorch] [rank9]: AssertionError", "AssertionError", 9, "llama-ft-worker-1"),
     ("trainer-1  | RuntimeError: Address already in use", "RuntimeError: Address already in use", None,
      "trainer-1"),
     # Not prefixes: an exception name, a plain message, NCCL's own host:pid:tid label, tools.

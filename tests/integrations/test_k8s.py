@@ -51,7 +51,8 @@ def test_termination_log_is_compact_and_exit_code_follows_the_table(tmp_path):
     lines = text.splitlines()
     assert lines[0] == "dsdiag: gpu_oom [config] fix first (exit 107)"
     assert lines[2].startswith("evidence: ") and "CUDA out of memory" in lines[2]
-    assert lines[3].startswith("next: ") and len(text.encode()) <= MAX_BYTES
+    assert lines[3] == "culprit: rank 3 on gpu-node-01: the other 15 ranks lost their connection to it or timed out waiting for it"
+    assert lines[4].startswith("next: ") and len(text.encode()) <= MAX_BYTES
     assert proc.stdout.decode().startswith("gpu_oom")  # the normal report still goes to stdout
 
 

@@ -104,7 +104,9 @@ def test_task_epilog_sets_the_comment_while_the_job_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     update = [c for c in calls.read_text().splitlines() if c.startswith("update")]
     assert update == ["update JobId=42 Comment=dsdiag: gpu_oom [config] fix first: The PyTorch "
-                      "caching allocator could not satisfy a device allocation (slurm-42.out:185 rank 3)"]
+                      "caching allocator could not satisfy a device allocation (slurm-42.out:185 rank 3); "
+                      "culprit rank 3 on gpu-node-01: the other 15 ranks lost their connection to it or "
+                      "timed out waiting for it"]
     assert not Path(str(out) + ".dsdiag.json").exists()
 
 
