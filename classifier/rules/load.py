@@ -156,7 +156,10 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
                "patterns must be a non-empty list of strings")
     elif not structure_only and lint:
         keywords = rule["keywords"] if _is_str_list(rule.get("keywords"), 1) else ()
-        check_regexes(rule["patterns"], where + ("patterns",), report, keywords)
+        examples = rule.get("examples")
+        matches = examples.get("match") if isinstance(examples, dict) else None
+        samples = [" ".join(m.splitlines()) for m in matches or () if isinstance(m, str)]
+        check_regexes(rule["patterns"], where + ("patterns",), report, keywords, samples)
     for key in ("exclude", "context", "remediation"):
         if key in rule and not _is_str_list(rule[key]):
             report(where + (key,), f"{key} must be a list of strings")
