@@ -69,8 +69,8 @@ _PROGRESS = re.compile(_BAR + r"\s*")
 _PROGRESS_HEAD = re.compile(r"^" + _BAR)
 
 # rich's traceback panel: `│ text │`; heavy and ASCII variants are rarer but seen.
-_BOX_LEFT = re.compile(r"\s*[│┃║]\s?")
-_BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
+_BOX_LEFT = re.compile(r"(?<!\s)\s*[│┃║]\s?")  # used with match(); the lookbehind keeps search() linear too
+_BOX_RIGHT = re.compile(r"(?<!\s)\s*[│┃║]\s*$")  # starts at a run of spaces, not inside it: linear
 
 # Rules see the first 8 KiB of a line: every message they know fits, and a 64 KiB line of
 # binary noise or inlined build output cannot make a three-line window cost megabytes.
