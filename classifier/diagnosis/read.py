@@ -96,11 +96,9 @@ def parse_size(value: str) -> int:
 
 def human_size(n: float) -> str:
     """A byte count for messages: 64 MiB, 1.5 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if n == int(n) else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} GiB"
+    unit = next((u for u in ("B", "KiB", "MiB") if n < 1024 ** (1 + "BKM".index(u[0]))), "GiB")
+    n /= 1024 ** ("BKMG".index(unit[0]))
+    return f"{n:.0f} {unit}" if n == int(n) else f"{n:.1f} {unit}"
 
 
 class InputError(Exception):
