@@ -156,8 +156,11 @@ def peak_rss_mb():
     return own, child
 
 
-def run(seed, inputs, cli, max_size, keep=None, report=print):
-    """Fuzz `inputs` cases in process and `cli` through the CLI; return the failures."""
+def run(seed, inputs, cli, max_size, keep=None, report=print, seconds=None):
+    """Fuzz `inputs` cases in process and `cli` through the CLI; return the failures.
+
+    With `seconds`, the in-process part stops early when that much time has passed.
+    """
     from classifier.rules.load import default_rules
     rng = random.Random(seed)
     logs = corpus_logs(max_size)
@@ -168,6 +171,8 @@ def run(seed, inputs, cli, max_size, keep=None, report=print):
     with tempfile.TemporaryDirectory(prefix="dsdiag-fuzz-") as tmp:
         path = Path(tmp) / "case.log"
         for n in range(inputs + cli):
+            if seconds is not None and n < inputs and time.perf_counter() - started > seconds:
+                continue  # out of time: on to the CLI part
             name, data = make_input(rng, logs)
             path.write_bytes(data)
             t0 = time.perf_counter()
@@ -208,6 +213,7 @@ def main():
     p.add_argument("--cli", type=int, default=100, help="inputs through the CLI")
     p.add_argument("--max-size", type=int, default=16384, help="bytes kept of each corpus log")
     p.add_argument("--keep", help="directory for failing inputs")
+    p.add_argument("--seconds", type=float, help="stop the in-process part after this long")
     p.add_argument("--dump", type=int, metavar="N", help="write input number N to stdout and stop")
     args = p.parse_args()
     if args.dump is not None:
@@ -216,7 +222,8 @@ def main():
             _, data = make_input(rng, logs)
         sys.stdout.buffer.write(data)
         return
-    failures = run(args.seed, args.inputs, args.cli, args.max_size, args.keep)
+    failures = run(args.seed, args.inputs, args.cli, args.max_size, args.keep,
+                   seconds=args.seconds)
     sys.exit(1 if failures else 0)
 
 
