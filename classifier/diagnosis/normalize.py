@@ -162,7 +162,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
                 # srun's label is the outermost one there is: a bare `2: ` inside a rank label
                 # is the message's own text, not a rank.
                 inner_srun = pattern is _SRUN_LABEL and rank is not None
-                if groups.get("rank") is not None and not inner_srun:
+                if groups.get("rank") is not None and len(groups["rank"]) < 10 and not inner_srun:
                     # A label inside another: the inner one is the rank, the outer the task.
                     task = rank if task is None else task
                     rank = int(groups["rank"])

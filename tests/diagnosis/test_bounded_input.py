@@ -112,3 +112,19 @@ def test_a_storm_of_empty_lines_goes_through_the_prefilter(tmp_path, compress):
     path.write_bytes(gzip.compress(data, 9) if compress else data)
     lines = diagnose._raw_lines(str(path), Warnings(), default_rules(), None, None, InputLimits())
     assert sum(1 for _ in lines) < 10_000
+
+
+def test_numbers_of_thousands_of_digits_are_not_line_numbers_or_ranks(tmp_path):
+    # Found by benchmarks/fuzz.py: int() refuses over 4,300 digits, and a frame's line number,
+    # a rank label and torchelastic's root-cause rank are all converted from log text.
+    from classifier.diagnosis.diagnose import diagnose_job
+    digits = "9" * 8000
+    log = tmp_path / "job.log"
+    log.write_text("Traceback (most recent call last):\n"
+                   f'  File "/opt/train.py", line {digits}, in step\n'
+                   f"[rank{digits}]: RuntimeError: boom\n"
+                   f"  rank      : {digits} (local_rank: 0)\n"
+                   "RuntimeError: boom\n")
+    result = diagnose_job([str(log)])
+    assert result["category"] == "unknown"
+    assert json.loads(json.dumps(result, allow_nan=False)) == result
