@@ -69,6 +69,13 @@ def _parser(subcommands=()):
                    help="also write a compact verdict (<= 4096 bytes) for Kubernetes to PATH "
                         "(default /dev/termination-log) and exit with the per-category codes "
                         "for podFailurePolicy")
+    p.add_argument("--max-ratio", metavar="N",
+                   help="stop reading a compressed file once it inflates past N times its "
+                        "compressed size, past the first 64 MiB (default 100; real logs compress "
+                        "5-20x; env DSDIAG_MAX_RATIO); a warning says so, what was read is diagnosed")
+    p.add_argument("--max-decompressed", metavar="SIZE",
+                   help="stop reading a compressed file after SIZE decompressed bytes (e.g. 4G; "
+                        "default 16G; env DSDIAG_MAX_DECOMPRESSED)")
     p.add_argument("--no-redact", action="store_true",
                    help="do not mask tokens, keys and passwords in the report (any format)")
     p.add_argument("--version", action="store_true",
@@ -113,6 +120,11 @@ def _check_args(args, argv):
         return "no input: pipe a log into dsdiag or name log files (see --help)"
     if files.count("-") > 1:
         return "'-' (stdin) can be given only once"
+    from classifier.diagnosis.read import InputLimits
+    try:
+        args.limits = InputLimits.from_env(args.max_ratio, args.max_decompressed)
+    except ValueError as exc:
+        return f"--max-ratio / --max-decompressed (or DSDIAG_MAX_*): {exc}"
     if args.k8s_termination_log:
         from classifier.integrations.k8s import check_path
         # Only `--k8s-termination-log FILE` (space form) can have swallowed a log file name.
@@ -263,7 +275,8 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         try:
             files = _expand_job_dirs(paths)
             _warn_if_several_jobs(files)
-            result = diagnose_job(files, rules, redact=not args.no_redact)
+            result = diagnose_job(files, rules, redact=not args.no_redact,
+                                  limits=args.limits)
         except InputError as exc:
             return _error(f"cannot read {exc}")
     try:

@@ -16,7 +16,8 @@ from classifier.diagnosis.flightrec import dump_files, last_entered
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.ownreport import skip_own_reports
-from classifier.diagnosis.read import (InputError, Warnings, byte_chunks, check_readable, display_name,
+from classifier.diagnosis.read import (CHUNK, InputError, InputLimits, Warnings, byte_chunks,
+                                      check_readable, display_name, is_compressed,
                                       read_lines)
 from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
@@ -50,33 +51,55 @@ def _evidence_json(lines):
 
 
 SELECT_ABOVE = 32 << 20  # inputs bigger than this go through the prefilter (prefilter.py)
+# ... and so do inputs of more lines than this, whatever their size: each line costs the full
+# pipeline ~10 us, so a storm of short or empty lines costs 100x a normal log per byte unless
+# the prefilter's byte-speed pass picks the few worth reading. The corpus's longest log has
+# about 4,000 lines.
+SELECT_LINES = 100_000
 
 
-def _raw_lines(path, warnings, rules, chunk_size, select):
+def _many_lines(path):
+    """Does the plain file at `path` hold more than SELECT_LINES lines? (one fast byte pass)"""
+    count = 0
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(CHUNK), b""):
+                count += block.count(b"\n")
+                if count > SELECT_LINES:
+                    return True
+    except OSError:
+        pass  # the reader meets the same error and reports it
+    return False
+
+
+def _raw_lines(path, warnings, rules, chunk_size, select, limits):
     """The input's lines: all of them, or for a big input only those the prefilter selects."""
-    if select is None and not (path != "-" and os.path.isfile(path)):
-        return _stream_lines(path, warnings, rules, chunk_size)
+    # A compressed file's size says nothing of what it inflates to: it is read as a stream.
+    if select is None and (not (path != "-" and os.path.isfile(path)) or is_compressed(path)):
+        return _stream_lines(path, warnings, rules, chunk_size, limits)
     if select is None:
-        select = os.path.getsize(path) > SELECT_ABOVE
+        select = os.path.getsize(path) > SELECT_ABOVE or _many_lines(path)
     if not select:
-        return read_lines(path, warnings, chunk_size) if chunk_size else read_lines(path, warnings)
+        return read_lines(path, warnings, chunk_size or CHUNK, limits)
     from classifier.diagnosis.prefilter import BIG_CHUNK, select_lines
     finder = rules.finder(select if isinstance(select, str) else "auto")
-    return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK), display_name(path),
-                        warnings, finder)
+    return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK, limits),
+                        display_name(path), warnings, finder)
 
 
-def _stream_lines(path, warnings, rules, chunk_size):
-    """A pipe or compressed stream: read whole if it ends within SELECT_ABOVE bytes, else prefilter."""
+def _stream_lines(path, warnings, rules, chunk_size, limits):
+    """A pipe or compressed stream: read whole if it ends within SELECT_ABOVE bytes and
+    SELECT_LINES lines, else prefilter."""
     from itertools import chain
     from classifier.diagnosis.prefilter import select_lines
     from classifier.diagnosis.read import split_lines
-    chunks = byte_chunks(path, warnings, chunk_size) if chunk_size else byte_chunks(path, warnings)
-    head, size = [], 0
+    chunks = byte_chunks(path, warnings, chunk_size or CHUNK, limits)
+    head, size, count = [], 0, 0
     for block in chunks:
         head.append(block)
         size += len(block)
-        if size > SELECT_ABOVE:
+        count += block.count(b"\n")
+        if size > SELECT_ABOVE or count > SELECT_LINES:
             return select_lines(chain(head, chunks), display_name(path), warnings,
                                 rules.finder())
     return split_lines(head, display_name(path), warnings)
@@ -102,15 +125,18 @@ def _finding(category, hits, ranks_seen, bf16_run=False):
 
 def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
                  chunk_size: int | None = None, select: bool | str | None = None,
-                 use_model: bool = True, redact: bool = True) -> dict[str, Any]:
+                 use_model: bool = True, redact: bool = True,
+                 limits: InputLimits | None = None) -> dict[str, Any]:
     """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict.
 
     The result is finished (classifier/sanitize.py) before it is returned: terminal controls
     removed and, unless `redact` is False, secrets masked, so no renderer can show them.
     `select` forces the prefilter on (True, or an engine name 'hyperscan' / 're') or off
-    (False); by default it runs for files over SELECT_ABOVE bytes.
+    (False); by default it runs for files over SELECT_ABOVE bytes. `limits` bounds how far a
+    compressed input may inflate (default: InputLimits.from_env()).
     """
     rules = rules or default_rules()
+    limits = limits or InputLimits.from_env()
     index = rules.keyword_index()
     warnings = Warnings()
     paths = _readable_paths(paths, warnings)
@@ -132,7 +158,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     for i, path in enumerate(paths):
         file_rank = rank_from_path(path)
         try:
-            lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select),
+            lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
+                                                          limits),
                                                index=i, file_rank=file_rank))
             for hit in scan(lines, index, on_line, warnings):
                 if not deferred.offer(hit):

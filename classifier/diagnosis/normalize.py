@@ -71,8 +71,8 @@ _PROGRESS = re.compile(_BAR + r"\s*")
 _PROGRESS_HEAD = re.compile(r"^" + _BAR)
 
 # rich's traceback panel: `│ text │`; heavy and ASCII variants are rarer but seen.
-_BOX_LEFT = re.compile(r"\s*[│┃║]\s?")
-_BOX_RIGHT = re.compile(r"\s*[│┃║]\s*$")
+_BOX_LEFT = re.compile(r"(?<!\s)\s*[│┃║]\s?")  # used with match(); the lookbehind keeps search() linear too
+_BOX_RIGHT = re.compile(r"(?<!\s)\s*[│┃║]\s*$")  # starts at a run of spaces, not inside it: linear
 
 # Rules see the first 8 KiB of a line: every message they know fits, and a 64 KiB line of
 # binary noise or inlined build output cannot make a three-line window cost megabytes.
@@ -164,7 +164,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
                 # srun's label is the outermost one there is: a bare `2: ` inside a rank label
                 # is the message's own text, not a rank.
                 inner_srun = pattern is _SRUN_LABEL and rank is not None
-                if groups.get("rank") is not None and not inner_srun:
+                if groups.get("rank") is not None and len(groups["rank"]) < 10 and not inner_srun:
                     # A label inside another: the inner one is the rank, the outer the task.
                     task = rank if task is None else task
                     rank = int(groups["rank"])

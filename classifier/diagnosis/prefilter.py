@@ -24,6 +24,11 @@ BEFORE = CONTEXT_LINES + 2   # a rule's context and its two-line-back window
 AFTER = max(10, ROOT_FIELD_LINES)  # windows ahead; torchelastic's root-cause block below its title
 HEAD = 2000                  # every rank's start-up lines: who took part in the job
 TAIL = 200                   # the failure region
+# Lines of one input that go on to normalisation and the rules. A real job log, however big,
+# has a few thousand lines with a keyword or marker (the 1 GB benchmark log: tens of
+# thousands); past this many the input is a storm of one message (34 M lines of `exit`), each
+# line costs ~20 us downstream, and only the tail is read on, with a warning.
+SELECT_BUDGET = 250_000
 
 class PurePythonFinder:
     """Line starts of lines holding any literal or gate pattern, via one trie-shaped `re`."""
@@ -119,45 +124,77 @@ class _Selector:
         self.emitted = 0            # highest line number already emitted
         self.owed = 0               # lines still owed from the start of the next chunk
         self.recent = deque(maxlen=max(BEFORE, TAIL))  # (lineno, bytes) of the last chunk's end
+        self.budget = SELECT_BUDGET  # lines still to emit before only the tail is kept
+        self.spent = False
+
+    def _spent(self):
+        if not self.spent:
+            self.spent = True
+            self.warnings.add("select_budget", f"{self.source}: over {SELECT_BUDGET:,} lines hold "
+                              f"a rule keyword or marker (a storm of one message?); after them "
+                              f"only the last {TAIL} lines were diagnosed")
 
     def _line(self, lineno, data):
         if len(data) > MAX_LINE:
             data = data[:MAX_LINE]
             self.warnings.add("line_truncated", f"{self.source}: lines over {MAX_LINE // 1024} KiB truncated")
         self.emitted = lineno
+        self.budget -= 1
         return RawLine(self.source, lineno, decode_line(data, self.source, self.warnings))
 
     def chunk(self, chunk):
-        """Yield the selected RawLines of a chunk that ends with a newline."""
-        starts = self.finder.line_starts(chunk)
-        # The head, and lines owed by a segment that ran past the previous chunk's end.
-        wanted = _line_spans(chunk, 0, max(self.owed, HEAD - self.base), True)
+        """Yield the selected RawLines of a chunk that ends with a newline.
+
+        The lines are walked once, in order, from each selected line's window to the next:
+        a chunk where every line is selected (a storm of one keyword) costs one pass and no
+        list of spans, whatever the selection rate.
+        """
+        if self.budget <= 0:
+            # Spent: no search at all, only the tail (kept below) is read on.
+            self._spent()
+            starts, self.owed = [], 0
+            head = 0
+        else:
+            starts = self.finder.line_starts(chunk)
+            head = max(self.owed, HEAD - self.base)  # the head, and lines owed by the last chunk
         self.owed = 0
-        counted, counted_at = 0, 0
-        need_back = 0  # lines wanted from before this chunk (kept in self.recent)
+        if starts:
+            # Lines from the end of the previous chunk that the first segment reaches back to.
+            first = chunk.count(b"\n", 0, starts[0])
+            if first < BEFORE:
+                for lineno, data in list(self.recent)[-(BEFORE - first):]:
+                    if lineno > self.emitted:
+                        yield self._line(lineno, data)
+        total = chunk.count(b"\n")
+        walk = [0, 0]  # local index of the first line not yet walked, and its byte offset
+
+        def forward(count):
+            upto, pos = walk
+            for _ in range(count):
+                if pos >= len(chunk):
+                    break
+                nl = chunk.find(b"\n", pos)
+                if self.base + upto + 1 > self.emitted:
+                    yield self._line(self.base + upto + 1, chunk[pos:nl])
+                pos, upto = nl + 1, upto + 1
+            walk[:] = upto, pos
+
+        yield from forward(head)
+        k, at = 0, 0  # the local line index of byte offset `at`
         for start in starts:
-            counted += chunk.count(b"\n", counted_at, start)
-            counted_at = start
-            if counted < BEFORE:
-                need_back = max(need_back, BEFORE - counted)
-            wanted.extend(_line_spans(chunk, start, BEFORE, False))
-            ahead = _line_spans(chunk, start, AFTER + 1, True)
-            wanted.extend(ahead)
-            if len(ahead) < AFTER + 1:
-                self.owed = max(self.owed, AFTER + 1 - len(ahead))
-        # Lines from the end of the previous chunk that a segment here reaches back to.
-        if need_back:
-            for lineno, data in list(self.recent)[-need_back:]:
-                if lineno > self.emitted:
-                    yield self._line(lineno, data)
-        lines_before = 0
-        last_pos = 0
-        for s, e in sorted(set(wanted)):
-            lines_before += chunk.count(b"\n", last_pos, s)
-            last_pos = s
-            lineno = self.base + lines_before + 1
-            if lineno > self.emitted:
-                yield self._line(lineno, chunk[s:e])
+            if self.budget <= 0:
+                self._spent()
+                break
+            k += chunk.count(b"\n", at, start)
+            at = start
+            if k - BEFORE > walk[0]:
+                # A gap since the last window: step back BEFORE lines from this one.
+                pos = start
+                for _ in range(BEFORE):
+                    pos = chunk.rfind(b"\n", 0, pos - 1) + 1
+                walk[:] = k - BEFORE, pos
+            yield from forward(k + AFTER + 1 - walk[0])
+            self.owed = max(self.owed, k + AFTER + 1 - total)
         total = chunk.count(b"\n")
         tail_spans = _line_spans(chunk, len(chunk), min(total, self.recent.maxlen), False)
         first_tail = self.base + total - len(tail_spans) + 1

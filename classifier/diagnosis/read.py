@@ -33,7 +33,8 @@ _MAGIC = (
 # Archives hold many files with their names; which one is the log is the user's call, so they
 # are refused (exit 2) rather than guessed at or read as bytes.
 ARCHIVES = ("zip", "7z")
-ZSTD_READ = 1 << 16  # compressed bytes per step: a log inflates 10-20x, memory stays bounded
+ZSTD_READ = 1 << 16  # compressed bytes read at a time
+ZSTD_FEED = 256      # compressed bytes per decompress call: at most ~8 MiB out (zstd's limit)
 
 # Text-likeness is judged on the first SAMPLE_CHARS characters a job's inputs decode to (NULs
 # dropped: crashed nodes pad logs with them): above NOT_TEXT_SHARE of replacement or control
@@ -41,6 +42,63 @@ ZSTD_READ = 1 << 16  # compressed bytes per step: a log inflates 10-20x, memory 
 SAMPLE_CHARS = 256 * 1024
 NOT_TEXT_SHARE = 0.3
 _CONTROL = re.compile(r"[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")  # tab, LF, FF, CR, ESC are text
+
+
+# Decompression bounds. Real job logs compress 5-20x (a log of nothing but NCCL INFO lines
+# reaches 18x with gzip -9, 30x with xz, 43x with bz2); a stream that inflates past MAX_RATIO
+# times the compressed bytes consumed is a bomb, not a log. The ratio is judged only past
+# RATIO_FLOOR, so a small, very repetitive log is read whole. MAX_DECOMPRESSED caps any one
+# compressed file whatever its ratio. Both are settable (--max-ratio / --max-decompressed,
+# DSDIAG_MAX_RATIO / DSDIAG_MAX_DECOMPRESSED).
+MAX_RATIO = 100
+RATIO_FLOOR = 64 << 20
+MAX_DECOMPRESSED = 16 << 30
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+@dataclass(frozen=True, slots=True)
+class InputLimits:
+    """How far one compressed input may inflate before the reader stops with a warning."""
+
+    max_ratio: float = MAX_RATIO
+    max_decompressed: int = MAX_DECOMPRESSED
+
+    @classmethod
+    def from_env(cls, ratio: str | None = None, size: str | None = None) -> "InputLimits":
+        """Limits from the given values, else DSDIAG_MAX_RATIO / DSDIAG_MAX_DECOMPRESSED, else defaults.
+
+        A bad value raises ValueError with a one-line reason.
+        """
+        ratio = ratio if ratio is not None else os.environ.get("DSDIAG_MAX_RATIO") or None
+        size = size if size is not None else os.environ.get("DSDIAG_MAX_DECOMPRESSED") or None
+        return cls(parse_ratio(ratio) if ratio is not None else MAX_RATIO,
+                   parse_size(size) if size is not None else MAX_DECOMPRESSED)
+
+
+def parse_ratio(value: str) -> float:
+    """A decompression ratio limit (a number >= 1); ValueError naming the bad value."""
+    try:
+        ratio = float(value)
+    except ValueError:
+        ratio = float("nan")
+    if not ratio >= 1 or ratio == float("inf"):
+        raise ValueError(f"max ratio {value!r} is not a number >= 1")
+    return ratio
+
+
+def parse_size(value: str) -> int:
+    """A byte count such as 512M or 16G (binary units); ValueError naming the bad value."""
+    m = re.fullmatch(r"\s*(\d{1,15})\s*([KMGT]?)i?B?\s*", value, re.IGNORECASE)
+    if m is None or int(m.group(1)) == 0:
+        raise ValueError(f"size {value!r} is not a positive byte count (e.g. 512M, 16G)")
+    return int(m.group(1)) * _SIZE_UNITS[m.group(2).upper()]
+
+
+def human_size(n: float) -> str:
+    """A byte count for messages: 64 MiB, 1.5 GiB."""
+    unit = next((u for u in ("B", "KiB", "MiB") if n < 1024 ** (1 + "BKM".index(u[0]))), "GiB")
+    n /= 1024 ** ("BKMG".index(unit[0]))
+    return f"{n:.0f} {unit}" if n == int(n) else f"{n:.1f} {unit}"
 
 
 class InputError(Exception):
@@ -122,6 +180,18 @@ def _sniff(head):
     return None
 
 
+def is_compressed(path: str) -> bool:
+    """Is the regular file at `path` compressed (by its magic bytes)? stdin is never peeked."""
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as fh:
+            kind = _sniff(fh.read(6))
+    except OSError:
+        return False  # byte_chunks reports it
+    return kind is not None and kind not in ARCHIVES and kind != "utf16"
+
+
 class _Zstd:
     """A zstd stream read like GzipFile: frames one after another (`cat a.zst b.zst`), and a
     stream that stops inside a frame raises EOFError (zstandard's own reader says nothing)."""
@@ -136,20 +206,32 @@ class _Zstd:
         self._raw = raw
         self._obj = zstandard.ZstdDecompressor().decompressobj()
         self._in_frame = False
+        self._block = b""
+        self._pos = 0
 
     def read(self, n=-1):
+        # The decompressor hands back all the output of what it is fed, and a zstd block of
+        # 4 bytes can stand for 128 KiB: fed ZSTD_FEED bytes at a time, one step's output stays
+        # within a few MiB however far the stream inflates.
         while True:
-            block = self._raw.read(ZSTD_READ)
-            if not block:
-                if self._in_frame:
-                    raise EOFError("the last zstd frame is cut")
-                return b""
-            try:
-                out = self._feed(block)
-            except self._zstd.ZstdError as exc:
-                raise EOFError(str(exc)) from None
-            if out:
-                return out
+            if self._pos >= len(self._block):
+                self._block, self._pos = self._raw.read(ZSTD_READ), 0
+                if not self._block:
+                    if self._in_frame:
+                        raise EOFError("the last zstd frame is cut")
+                    return b""
+            out, size = [], 0
+            while self._pos < len(self._block) and size < CHUNK:
+                piece = self._block[self._pos:self._pos + ZSTD_FEED]
+                self._pos += len(piece)
+                try:
+                    data = self._feed(piece)
+                except self._zstd.ZstdError as exc:
+                    raise EOFError(str(exc)) from None
+                out.append(data)
+                size += len(data)
+            if size:
+                return b"".join(out)
 
     read1 = read
 
@@ -165,25 +247,44 @@ class _Zstd:
 
 
 class _Peeked:
-    """A binary stream with its first bytes already read (stdin cannot seek back)."""
+    """A binary stream with its first bytes already read (stdin cannot seek back); it counts
+    the bytes handed on, which for a compressed input is what the ratio limit divides by."""
 
     def __init__(self, head, stream):
         self._head = head
         self._stream = stream
+        self.consumed = len(head)
 
     def read(self, n=-1):
         if self._head:
             if n < 0:
                 out, self._head = self._head, b""
-                return out + self._stream.read()
+                rest = self._stream.read()
+                self.consumed += len(rest)
+                return out + rest
             out, self._head = self._head[:n], self._head[n:]
             return out
-        return self._stream.read(n)
+        out = self._stream.read(n)
+        self.consumed += len(out)
+        return out
 
 
-def byte_chunks(path: str, warnings: Warnings,
-                chunk_size: int = CHUNK) -> Iterator[bytes]:
-    """Yield decompressed byte chunks of one input, warning (not failing) on a cut stream."""
+def _over_limit(kind, total, consumed, limits):
+    """Why a compressed input must stop here (a warning's text), or None."""
+    if total > limits.max_decompressed:
+        return (f"stopped after {human_size(limits.max_decompressed)} decompressed (the limit "
+                f"per {kind} file, --max-decompressed)")
+    if total > RATIO_FLOOR and total > limits.max_ratio * consumed:
+        return (f"stopped after {human_size(total)} decompressed from {human_size(consumed)}: "
+                f"over {limits.max_ratio:g}x is a decompression bomb, not a log (--max-ratio)")
+    return None
+
+
+def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
+                limits: InputLimits | None = None) -> Iterator[bytes]:
+    """Yield decompressed byte chunks of one input, warning (not failing) on a cut stream or
+    on one that inflates past `limits` (then the bytes before the limit are what is read)."""
+    limits = limits or InputLimits()
     try:
         raw = _open_binary(path)
         head = raw.read(6)
@@ -195,7 +296,8 @@ def byte_chunks(path: str, warnings: Warnings,
         if kind in ARCHIVES:
             raise InputError(f"{display_name(path)}: a {kind} archive, not a log: unpack it and "
                              f"give dsdiag the log files or their directory")
-        stream = _Peeked(head, raw)
+        stream = peeked = _Peeked(head, raw)
+        total = 0
         if kind == "zstd":
             stream = _Zstd(stream, display_name(path))
         elif kind == "gzip":
@@ -227,6 +329,16 @@ def byte_chunks(path: str, warnings: Warnings,
                 return
             if not block:
                 return
+            if kind is not None:
+                total += len(block)
+                why = _over_limit(kind, total, peeked.consumed, limits)
+                if why:
+                    block = block[:len(block) - (total - limits.max_decompressed)] \
+                        if total > limits.max_decompressed else block
+                    warnings.add("input_limit", f"{display_name(path)}: {why}; diagnosed what "
+                                                f"was read")
+                    yield block
+                    return
             yield block
     finally:
         if raw is not getattr(sys.stdin, "buffer", None):  # stdin may be closed (None)
@@ -279,7 +391,8 @@ def split_lines(chunks: Iterable[bytes], source: str,
         yield RawLine(source, lineno, decode_line(bytes(pending), source, warnings))
 
 
-def read_lines(path: str, warnings: Warnings,
-               chunk_size: int = CHUNK) -> Iterator[RawLine]:
+def read_lines(path: str, warnings: Warnings, chunk_size: int = CHUNK,
+               limits: InputLimits | None = None) -> Iterator[RawLine]:
     """Yield RawLine for every line of `path` ('-' is stdin); bytes never stop the scan."""
-    return split_lines(byte_chunks(path, warnings, chunk_size), display_name(path), warnings)
+    return split_lines(byte_chunks(path, warnings, chunk_size, limits), display_name(path),
+                       warnings)

@@ -32,7 +32,9 @@ _MASKS = (
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " ipaddr "),
     # keep a path's file name only; the look-behind starts a path only at its first character,
     # so a 64 KiB line without a slash is scanned once, not once per character
-    (re.compile(r"(?<![\w.~-])(?:[\w.~-]*/)+([\w.-]+)"), r" \1 "),
+    # A path starts where no path character precedes it: starting again after each `/` of
+    # a long run of them rescans the run (quadratic), and finds no other leftmost match.
+    (re.compile(r"(?<![\w.~/-])(?:[\w.~-]*/)+([\w.-]+)"), r" \1 "),
     (re.compile(r"\d+(?:\.\d+)?"), " "),
 )
 

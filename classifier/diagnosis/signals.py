@@ -59,7 +59,7 @@ class FailureSignals:
             m = ROOT_FIELD.match(msg)
             if m:
                 field, value = m.groups()
-                if field == "rank" and value.lstrip("-").isdigit() and self.root_rank is None:
+                if field == "rank" and value.lstrip("-").isdigit() and len(value) < 10 and self.root_rank is None:
                     self.root_rank = int(value)
                 elif field == "exitcode" and self.root_exitcode is None:
                     self.root_exitcode = value

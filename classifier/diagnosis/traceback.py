@@ -169,7 +169,8 @@ class TracebackCollector:
             m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
             if m:
                 d = m.groupdict()
-                line = int(d["line"]) if d.get("line") else None
+                # A "line" of thousands of digits is no line number (and int() refuses it).
+                line = int(d["line"]) if d.get("line") and len(d["line"]) < 10 else None
                 return Frame(d["file"].replace("\\", "/"), d.get("func") or "<module>", line)
         return None
 

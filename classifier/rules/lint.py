@@ -13,8 +13,18 @@ ADVERSARIAL_LENGTH = 3 * 8192  # a three-line window of MATCH_LIMIT lines
 BACKTRACK_BUDGET = 0.25  # seconds one search may take on an adversarial input
 
 
-def adversarial_inputs(pattern: str, keywords: Sequence[str] = ()) -> list[str]:
-    """Strings built to expose catastrophic backtracking in `pattern` (gated by `keywords`)."""
+SAMPLE_RUNS = "a0/. "  # run characters put in front of a rule's own example lines
+MAX_SAMPLES = 2
+
+
+def adversarial_inputs(pattern: str, keywords: Sequence[str] = (),
+                       samples: Sequence[str] = ()) -> list[str]:
+    """Strings built to expose catastrophic backtracking in `pattern` (gated by `keywords`).
+
+    `samples` are lines the pattern is meant to match (the rule's examples): a long run in
+    front of one makes every start position scan to the message and fail, which is how a
+    pattern that opens with an unanchored `[\w./]*` goes quadratic on a real-looking line.
+    """
     chars = {"a", "0", " ", ".", "/", ":", "-", "_", "'", "\t"}
     chars.update(c for c in pattern if c.isalnum())
     # The pattern's own words in front of the run defeat the engine's required-literal
@@ -30,12 +40,15 @@ def adversarial_inputs(pattern: str, keywords: Sequence[str] = ()) -> list[str]:
         out.extend(text for kw in keywords for text in (kw + " " + run, run + " " + kw))
     if phrase:
         out.append((phrase + " ") * (ADVERSARIAL_LENGTH // max(1, len(phrase))))
+    for sample in list(samples)[:MAX_SAMPLES]:
+        out.extend(c * ADVERSARIAL_LENGTH + sample for c in SAMPLE_RUNS)
     return out
 
 
-def backtracking_problem(compiled: regex.Pattern[str], keywords: Sequence[str] = ()) -> str | None:
+def backtracking_problem(compiled: regex.Pattern[str], keywords: Sequence[str] = (),
+                         samples: Sequence[str] = ()) -> str | None:
     """Return a reason if the compiled pattern is too slow on an adversarial input, else None."""
-    for text in adversarial_inputs(compiled.pattern, keywords):
+    for text in adversarial_inputs(compiled.pattern, keywords, samples):
         try:
             compiled.search(text, timeout=BACKTRACK_BUDGET)
         except TimeoutError:
@@ -47,7 +60,7 @@ def backtracking_problem(compiled: regex.Pattern[str], keywords: Sequence[str] =
 
 def check_regexes(values: Iterable[str] | None, where: tuple[str | int, ...],
                   report: Callable[[tuple[str | int, ...], str], None],
-                  keywords: Sequence[str] = ()) -> None:
+                  keywords: Sequence[str] = (), samples: Sequence[str] = ()) -> None:
     """Report each pattern of `values` that does not compile or backtracks badly."""
     for i, pattern in enumerate(values or ()):
         try:
@@ -55,6 +68,6 @@ def check_regexes(values: Iterable[str] | None, where: tuple[str | int, ...],
         except regex.error as exc:
             report(where + (i,), f"bad regex: {exc}")
             continue
-        problem = backtracking_problem(compiled, keywords)
+        problem = backtracking_problem(compiled, keywords, samples)
         if problem:
             report(where + (i,), problem)

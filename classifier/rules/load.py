@@ -28,6 +28,45 @@ MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Aliases let a 1 KB file stand for billions of nodes ("billion laughs"); whatever walks the
+# data afterwards pays for every one. A rule file of the built-in set expands to ~5,000 nodes.
+MAX_EXPANDED_NODES = 200_000
+
+
+def _children(node):
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return node.value if isinstance(node, yaml.SequenceNode) else []
+
+
+def _expanded_size(root):
+    """Nodes under `root` with every alias expanded; each shared node is sized once, and the
+    walk uses its own stack (libyaml allows nesting deeper than Python's recursion limit)."""
+    sizes = {}
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in _children(node))
+        elif id(node) not in sizes:
+            sizes[id(node)] = 1  # a node met again on its own path (a cycle) counts once
+            stack.append((node, True))
+            stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
+    return sizes[id(root)]
+
+
+def safe_load_bounded(text: str, limit: int = MAX_EXPANDED_NODES) -> Any:
+    """yaml.safe_load, refusing (yaml.YAMLError) a document whose aliases expand past `limit` nodes."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > limit:
+            raise yaml.YAMLError(f"aliases expand to over {limit:,} nodes (an alias bomb?)")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 class RuleError(Exception):
@@ -178,7 +217,10 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
                "patterns must be a non-empty list of strings")
     elif not structure_only and lint:
         keywords = rule["keywords"] if _is_str_list(rule.get("keywords"), 1) else ()
-        check_regexes(rule["patterns"], where + ("patterns",), report, keywords)
+        examples = rule.get("examples")
+        matches = examples.get("match") if isinstance(examples, dict) else None
+        samples = [" ".join(m.splitlines()) for m in matches or () if isinstance(m, str)]
+        check_regexes(rule["patterns"], where + ("patterns",), report, keywords, samples)
     if "remediation" in rule:
         _check_steps(rule["remediation"], where + ("remediation",), report)
     for key in ("exclude", "context"):
@@ -218,7 +260,7 @@ def validate_file(path: str | Path, seen_ids: set[str] | None = None, lint: bool
     try:
         raw = path.read_bytes()
         text = raw.decode("utf-8")
-        data = yaml.load(text, Loader=_Loader)
+        data = safe_load_bounded(text)
     except (OSError, UnicodeDecodeError) as exc:
         return None, [f"{path}:1:1: cannot read: {exc}"], b""
     except yaml.YAMLError as exc:
@@ -232,8 +274,11 @@ def validate_file(path: str | Path, seen_ids: set[str] | None = None, lint: bool
     def report(where, message):
         # Composing node marks is slow in pure-Python YAML: only pay for it on a problem.
         if not marks:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-            marks.update(_marks(node) if node is not None else {(): (1, 1)})
+            try:
+                node = yaml.compose(text, Loader=yaml.SafeLoader)
+                marks.update(_marks(node) if node is not None else {(): (1, 1)})
+            except RecursionError:  # nested past what pure-Python YAML recurses through
+                marks[()] = (1, 1)
         line, col = marks.get(tuple(where), marks.get((), (1, 1)))
         problems.append(f"{path}:{line}:{col}: {message}")
 

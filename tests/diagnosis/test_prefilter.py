@@ -99,3 +99,28 @@ def test_big_file_takes_the_prefilter_by_default(tmp_path, monkeypatch):
     real = RuleSet.finder
     monkeypatch.setattr(RuleSet, "finder", lambda *a: calls.append(a) or real(*a))
     assert diagnose_job([str(path)])["category"] == "gpu_oom" and calls
+
+
+def test_a_storm_of_selected_lines_is_walked_once_and_cut_at_the_budget():
+    # 34 M lines of `exit` held 7.2 GB: every selected line listed its whole window of spans.
+    # Now the lines are walked once, and past SELECT_BUDGET only the tail goes on.
+    import tracemalloc
+    from classifier.diagnosis import prefilter
+    from classifier.diagnosis.read import Warnings
+    from classifier.rules.load import default_rules
+    finder = default_rules().finder("re")
+    data = b"exit\n" * (prefilter.SELECT_BUDGET + 100_000)
+    warnings = Warnings()
+    tracemalloc.start()
+    try:
+        linenos = [line.lineno for line in prefilter.select_lines(
+            [data[i:i + (1 << 20)] for i in range(0, len(data), 1 << 20)], "storm", warnings,
+            finder, chunk_bytes=1 << 20)]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert linenos == sorted(set(linenos))            # in order, each once
+    assert linenos[:3] == [1, 2, 3] and linenos[-1] == data.count(b"\n")
+    assert len(linenos) < prefilter.SELECT_BUDGET + prefilter.TAIL + 2 * prefilter.BEFORE
+    assert [w["code"] for w in warnings.as_list()] == ["select_budget"]
+    assert peak < 200 << 20, peak  # the old span lists took gigabytes here
