@@ -62,6 +62,12 @@ def drain_list(results: Iterable[dict[str, Any]], min_jobs: int = 1) -> list[str
     return [row.host for row in culprit_hosts(results) if row.jobs >= min_jobs]
 
 
+def host_record(row: HostRow) -> dict[str, Any]:
+    """One row of the hosts table as a JSON object (`triage --hosts-jsonl`)."""
+    return {"host": row.host, "failed_jobs": row.jobs, "categories": dict(row.categories),
+            "last_seen": row.last_seen or None}
+
+
 HEADER = ("host", "failed jobs", "categories", "last seen")
 
 

@@ -72,6 +72,9 @@ def _parser():
     p.add_argument("--min-jobs", type=int, default=1, metavar="N",
                    help="with --drain-list: only hosts that are the culprit of N or more jobs "
                         "(default 1)")
+    p.add_argument("--hosts-jsonl", metavar="FILE",
+                   help="also write the hosts to look at as JSON Lines, one host per line: host, "
+                        "failed_jobs, categories, last_seen (stdout keeps one line per job)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     return p
 
@@ -188,6 +191,13 @@ def main(argv: list[str]) -> int:
         close = getattr(finished, "close", None)
         if close:
             close()
+    if args.hosts_jsonl:
+        from classifier.jobs.hosts import culprit_hosts, host_record
+        try:
+            with open(args.hosts_jsonl, "w", encoding="utf-8") as fh:
+                fh.writelines(json_line(host_record(row)) + "\n" for row in culprit_hosts(results))
+        except OSError as exc:
+            return _error(f"cannot write {args.hosts_jsonl}: {exc.strerror or exc}")
     if args.drain_list:
         from classifier.jobs.hosts import drain_list
         sys.stdout.write("".join(f"{host}\n" for host in drain_list(results, args.min_jobs)))

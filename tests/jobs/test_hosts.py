@@ -58,3 +58,16 @@ def test_hosts_are_counted_per_job_and_bad_min_jobs_is_a_usage_error(tmp_path):
     assert drain_list(results, 3) == []
     proc = run_dsdiag("triage", "--drain-list", "--min-jobs", "0", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.decode().count("\n") == 1
+
+
+def test_hosts_jsonl_holds_the_table_one_host_per_line(tmp_path):
+    _archive(tmp_path / "jobs")
+    out = tmp_path / "hosts.jsonl"
+    proc = run_dsdiag("triage", "-q", "--workers", "1", "--hosts-jsonl", str(out), str(tmp_path / "jobs"))
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["host"], r["failed_jobs"]) for r in rows] == [("gpu-a", 3), ("gpu-node-3", 1)]
+    assert rows[0]["categories"] == {"nccl_timeout": 3} and rows[0]["last_seen"].startswith("2023-11-17")
+    assert len(proc.stdout.decode().splitlines()) == 5  # stdout still holds one line per job
+    bad = run_dsdiag("triage", "-q", "--hosts-jsonl", str(tmp_path / "no" / "such" / "dir.jsonl"), str(tmp_path / "jobs"))
+    assert bad.returncode == 2 and bad.stderr.decode().count("\n") == 1
