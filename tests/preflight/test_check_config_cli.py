@@ -186,3 +186,33 @@ def test_hf_names_inside_optimizer_and_scheduler_params(ds):
     assert found["optimizer.params.learning_rate"] == "lr"
     assert found["optimizer.params.adam_epsilon"] == "eps"
     assert found["scheduler.params.max_steps"] == "total_num_steps"
+
+
+def _strict_json(text):
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("body,needle", [
+    ('{"a":' * 400 + "1" + "}" * 400, "nested more than 64 levels"),
+    ('{"train_batch_size": ' + "9" * 5000 + "}", "5000 digits"),
+    ('{"train_batch_size": 8, "gradient_clipping": NaN}', "config_json_syntax"),
+], ids=["deep", "huge-integer", "nan"])
+def test_hostile_configs_get_one_located_finding_and_strict_json(tmp_path, body, needle):
+    path = tmp_path / "ds_config.json"
+    path.write_text(body)
+    proc = run_dsdiag("check-config", str(path))
+    out = proc.stdout.decode()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr.decode()
+    assert needle in out and out.startswith(f"{path}:")
+    proc = run_dsdiag("check-config", "--format", "json", str(path))
+    assert proc.returncode == 1 and _strict_json(proc.stdout.decode())["problems"]
+
+
+def test_a_file_too_big_to_be_a_config_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "ds_config.json"
+    path.write_bytes(b" " * (9 << 20))
+    proc = run_dsdiag("check-config", str(path))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and err.count("\n") == 1 and "larger than 8 MiB" in err

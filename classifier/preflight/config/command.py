@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from classifier.preflight.config import report
 from classifier.preflight.finding import EXIT_CLEAN, EXIT_ERROR, EXIT_PROBLEMS, Finding
 
+MAX_CONFIG_BYTES = 8 << 20  # a config is a few KB; a 20 MB "config" would take a minute and GBs
+
 if TYPE_CHECKING:
     from classifier.preflight.config.checks import World
     from classifier.preflight.config.parse import Parsed
@@ -91,13 +93,16 @@ def read_text(path: str) -> str:
     """The file's text ('-': stdin's), decoded as UTF-8; raises Unreadable when it cannot be."""
     try:
         if path == "-":
-            raw = sys.stdin.buffer.read()
+            raw = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
             path = report.STDIN_NAME
         else:
             with open(path, "rb") as handle:
-                raw = handle.read()
+                raw = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise Unreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise Unreadable(f"cannot read {path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, which no "
+                         f"DeepSpeed config is (they are a few KB)")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -130,7 +135,10 @@ def syntax_findings(text: str, parsed: "Parsed", hf: bool) -> tuple[list[Finding
     if parsed.error is not None or (not ds.ok and ds.checked_by == "hjson" and
                                     "Duplicate keys" not in ds.message):
         where = strict if not strict.ok else ds
-        line, col = (where.line, where.col) if where.line else (parsed.error.line, parsed.error.col)
+        if where.line:
+            line, col = where.line, where.col
+        else:  # a reader gave up without a position (a number past its digit limit)
+            line, col = (parsed.error.line, parsed.error.col) if parsed.error else (1, 1)
         detail = strict.message if not strict.ok else ds.message
         if parsed.error is not None and not where.line:
             detail = parsed.error.message

@@ -13,8 +13,12 @@ json, and hjson when it is importable) is taken in `consumer_verdicts`.
 """
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+MAX_DEPTH = 64  # objects / arrays inside each other
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 # Feature kinds that hjson (DeepSpeed) accepts and json.load rejects.
 HJSON_ONLY = {
@@ -92,6 +96,7 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 class _Reader:
     def __init__(self, text):
         self.text = text
+        self.depth = 0
         self.pos = 0
         self.line = 1
         self.col = 1
@@ -249,6 +254,11 @@ class _Reader:
     def _container(self, kind, opener, closer, read_item):
         """Read `opener item, item ... closer`; hjson lets newlines stand in for commas."""
         line, col = self.line, self.col
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            # real configs nest 3-4 levels; deeper text is not a config, and would exhaust the stack
+            self.fail(f"nested more than {MAX_DEPTH} levels deep: this is not a DeepSpeed config",
+                      line, col)
         self.advance()  # the opener
         items, sep = [], ""
         while True:
@@ -256,6 +266,7 @@ class _Reader:
             c = self.peek()
             if c == closer:
                 self.advance()
+                self.depth -= 1
                 return Node(kind, items, line, col)
             if not c:
                 self.fail(f"unexpected end of file: '{opener}' opened here is never closed", line, col)
@@ -306,6 +317,8 @@ def _literal(token):
     try:
         number = json.loads(token)
     except ValueError:
+        if _NUMBER.fullmatch(token):  # past Python's 4,300-digit int limit: still a number
+            return "number", float(token)
         return None
     if isinstance(number, (int, float)) and not isinstance(number, bool):
         return "number", number
@@ -345,7 +358,13 @@ def json_verdict(text: str) -> Verdict:
         json.loads(text)
     except json.JSONDecodeError as exc:
         return Verdict("json.load", False, exc.msg, exc.lineno, exc.colno, "json")
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit integer; nesting past the stack
+        return Verdict("json.load", False, _short(exc), 0, 0, "json")
     return Verdict("json.load", True, checked_by="json")
+
+
+def _short(exc: BaseException) -> str:
+    return (str(exc) or type(exc).__name__).split(";")[0][:160]
 
 
 def deepspeed_verdict(text: str, parsed: Parsed) -> Verdict:
@@ -369,8 +388,8 @@ def deepspeed_verdict(text: str, parsed: Parsed) -> Verdict:
             hjson.loads(text, object_pairs_hook=refuse_duplicates)
         except hjson.HjsonDecodeError as exc:
             return Verdict("deepspeed", False, exc.msg, exc.lineno, exc.colno, "hjson")
-        except ValueError as exc:
-            return Verdict("deepspeed", False, str(exc), 0, 0, "hjson")
+        except (ValueError, RecursionError) as exc:
+            return Verdict("deepspeed", False, _short(exc), 0, 0, "hjson")
         return Verdict("deepspeed", True, checked_by="hjson")
     if parsed.error is not None:
         return Verdict("deepspeed", False, parsed.error.message, parsed.error.line,

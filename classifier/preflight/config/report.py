@@ -57,14 +57,25 @@ def json_document(path: str, findings: Sequence[Finding], schema: "Schema", why:
     }
 
 
+def _strict(value: object) -> object:
+    """The value with NaN / Infinity (which a config may hold) as strings: strict JSON."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
 def render_json(docs: Sequence[dict[str, object]], out: TextIO) -> None:
     """One file: its document, indented. Several: one document per line (JSON Lines)."""
     if len(docs) == 1:
-        json.dump(docs[0], out, indent=2, default=str)
+        json.dump(_strict(docs[0]), out, indent=2, default=str, allow_nan=False)
         out.write("\n")
         return
     for doc in docs:
-        out.write(json.dumps(doc, default=str) + "\n")
+        out.write(json.dumps(_strict(doc), default=str, allow_nan=False) + "\n")
 
 
 # GitHub's workflow commands: `::error file=F,line=L,col=C,title=T::message`. The message
