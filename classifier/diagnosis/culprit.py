@@ -28,7 +28,7 @@ _ENQUEUED = re.compile(r"last enqueued (?:NCCL )?work: (?P<n>-?\d+)")
 # of a line no launcher labelled (torch < 2.2 printed no `[rank5]:` prefix)
 # Only in the default group: a sub-group's messages number ranks within the group.
 _MSG_RANK = re.compile(r"\[(?:PG (?:ID )?0 [^\]]*?)?Rank (?P<rank>\d+)\]")
-_STEP = re.compile(r"\b(?:global[_ ])?(?:step|iteration|iter)\b\s*[:=#]?\s*(?P<n>\d+)", re.IGNORECASE)
+_STEP = re.compile(r"\b(?:global[_ ])?(?:step|iteration|iter)\b\s*(?:[:=#]\s*)?(?P<n>\d+)", re.IGNORECASE)
 # Hardware: NVRM's Xid line (krcReportXid), ECC and fell-off-the-bus messages.
 _PCI = r"(?P<pci>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
 _XID = re.compile(r"NVRM: Xid \(PCI:" + _PCI + r"[0-9a-fA-F.]*\): (?P<xid>\d+)(?:, pid=(?P<pid>\d+))?")

@@ -256,9 +256,8 @@ class _Reader:
         line, col = self.line, self.col
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            # real configs nest 3-4 levels; deeper text is not a config, and would exhaust the stack
-            self.fail(f"nested more than {MAX_DEPTH} levels deep: this is not a DeepSpeed config",
-                      line, col)
+            # real configs nest 3-4 levels; deeper text is not one, and would exhaust the stack
+            self.fail(f"nested more than {MAX_DEPTH} levels deep: not a DeepSpeed config", line, col)
         self.advance()  # the opener
         items, sep = [], ""
         while True:
@@ -363,7 +362,7 @@ def json_verdict(text: str) -> Verdict:
     return Verdict("json.load", True, checked_by="json")
 
 
-def _short(exc: BaseException) -> str:
+def _short(exc: BaseException) -> str:  # the first clause of a long message
     return (str(exc) or type(exc).__name__).split(";")[0][:160]
 
 
