@@ -23,7 +23,7 @@ def adversarial_inputs(pattern: str, keywords: Sequence[str] = (),
 
     `samples` are lines the pattern is meant to match (the rule's examples): a long run in
     front of one makes every start position scan to the message and fail, which is how a
-    pattern that opens with an unanchored `[\w./]*` goes quadratic on a real-looking line.
+    pattern that opens with an unanchored `[\\w./]*` goes quadratic on a real-looking line.
     """
     chars = {"a", "0", " ", ".", "/", ":", "-", "_", "'", "\t"}
     chars.update(c for c in pattern if c.isalnum())
