@@ -24,6 +24,30 @@ def run_dsdiag(*args, stdin=None, env=None, timeout=60):
                           timeout=timeout)
 
 
+def run_on_terminal(*args, stdin=b"", timeout=60):
+    """Run `python -m classifier ARGS` with stdout on a pseudo-terminal; return what it showed."""
+    import pty
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "classifier", *map(str, args)],
+                                stdin=subprocess.PIPE, stdout=slave, stderr=subprocess.PIPE,
+                                cwd=ROOT)
+        os.close(slave)
+        proc.communicate(stdin, timeout=timeout)
+        out = b""
+        while True:
+            try:
+                block = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not block:
+                break
+            out += block
+    finally:
+        os.close(master)
+    return out
+
+
 def diagnose_json(*args, stdin=None):
     """Run dsdiag with --format json and return (exit code, parsed object)."""
     proc = run_dsdiag("--format", "json", *args, stdin=stdin)

@@ -9,8 +9,6 @@ strict parser (JSON, CommonMark, HTML).
 
 import html.parser
 import json
-import os
-import pty
 import re
 import subprocess
 import sys
@@ -19,7 +17,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from classifier.sanitize import strip_controls
-from conftest import ROOT, run_dsdiag
+from conftest import ROOT, run_dsdiag, run_on_terminal
 
 GITHUB = "ghp_R8mXq2LwZ7vNc4Tb9Yk1Hs6Jd3Pf0Ga5Ue8W"
 HF = "hf_Qw8Er3Ty6Ui1Op4As7Df2Gh5Jk9Lz0Xc3Vb"
@@ -137,23 +135,7 @@ def test_text_piped_and_coloured_carries_no_escape_of_the_log(tmp_path, args):
 
 
 def test_text_on_a_terminal_carries_no_escape_of_the_log(tmp_path):
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "classifier", str(_hostile_log(tmp_path))],
-                                stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT)
-        os.close(slave)
-        proc.wait(timeout=60)
-        out = b""
-        while True:
-            try:
-                block = os.read(master, 65536)
-            except OSError:
-                break
-            if not block:
-                break
-            out += block
-    finally:
-        os.close(master)
+    out = run_on_terminal(_hostile_log(tmp_path))
     text = out.decode("utf-8").replace("\r", "")
     assert "gpu_oom" in text
     _assert_clean_text(text, allow_sgr=True)

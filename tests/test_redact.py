@@ -95,29 +95,8 @@ def test_report_file_is_redacted(tmp_path):
 
 
 def test_text_on_a_terminal_is_redacted_too():
-    import os
-    import pty
-    import subprocess
-    import sys
-    from conftest import ROOT
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "classifier", "--color", "never"],
-                                stdin=subprocess.PIPE, stdout=slave, stderr=subprocess.PIPE,
-                                cwd=ROOT)
-        os.close(slave)
-        proc.communicate(_unknown_log_with_secret(), timeout=60)
-        out = b""
-        while True:
-            try:
-                block = os.read(master, 65536)
-            except OSError:  # EIO: the terminal's other end is closed and drained
-                break
-            if not block:
-                break
-            out += block
-    finally:
-        os.close(master)
+    from conftest import run_on_terminal
+    out = run_on_terminal("--color", "never", stdin=_unknown_log_with_secret())
     # Redaction runs on the result before any renderer: a terminal (screen shares, scrollback,
     # recordings) is no exception.
     assert b"KeyError" in out and b"[REDACTED:github-token]" in out
