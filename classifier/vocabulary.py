@@ -4,11 +4,13 @@ Written once here, it feeds four readers: the failure signals (did the job fail,
 say last), the fallback model's failure region, triage's grouping of unexplained failures by
 exception type, and the prefilter, which may skip a line only if nothing here could match it.
 
-Each term is a regex on a normalised line together with its gate: the literal (matched
-case-insensitively) that every line the regex matches contains, or for the two terms no
-literal gates, a regex written for lower-cased text. The prefilter's selection is the union
-of the gates, so it cannot drop a line a signal would use (tests/test_vocabulary.py runs every
-corpus line and rule example through both).
+Each term is a regex on a normalised line together with two gates. `raw` is a regex on the
+raw line as read (case-sensitive; Hyperscan's and `re`'s common syntax) that every line the
+term could match also matches, whatever normalising later removes around the message (rank
+labels, escape sequences, JSON or HTML escaping); the prefilter selects with it. `gates` are
+literals of which such a line holds one (case-insensitive), or for the two terms no literal
+gates, `gate_pattern`, a regex on lower-cased text: a cheaper first pass for the pure-Python
+finder, which then checks `raw`. Tests run every corpus line and rule example through both.
 """
 
 import re
@@ -18,6 +20,10 @@ from dataclasses import dataclass
 # `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Failure", "Fault")
 _SUFFIX = "(?:" + "|".join(EXCEPTION_SUFFIXES) + ")"
+# In the raw line an exception's name may be followed by what normalising strips (an escape,
+# a JSON quote, a box border), but never by a letter, `(`, `)`, `,`, `.` or `=`: so
+# `NewConnectionError(` in a urllib3 retry and `ASYNC_ERROR_HANDLING` are not exceptions.
+_NAME_END = r"(?:[^A-Za-z0-9_(),.=]|$)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +33,12 @@ class Term:
     pattern: str
     gates: tuple[str, ...] = ()
     gate_pattern: str | None = None
+    raw: str = ""
+
+    @property
+    def raw_gate(self) -> str:
+        """The raw-line gate: `raw`, or the literal gates matched as written, case-insensitive."""
+        return self.raw or "(?i:" + "|".join(re.escape(g) for g in self.gates) + ")"
 
 
 def _any(terms):
@@ -37,48 +49,55 @@ def _any(terms):
 # `AssertionError`; the dotted module path is optional. Every such name ends in a suffix.
 EXCEPTION_TERMS = (
     Term(rf"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*{_SUFFIX}|Exception)(?::\s|:$|$)",
-         tuple(s.lower() for s in EXCEPTION_SUFFIXES)),
+         tuple(s.lower() for s in EXCEPTION_SUFFIXES),
+         raw=rf"(?:[A-Z]\w*{_SUFFIX}|Exception){_NAME_END}"),
     # a class from a package module, whatever its name: `torch._dynamo.exc.Unsupported: `
-    Term(r"^(?:[a-z_]\w*\.){2,}[A-Z]\w+: ", gate_pattern=r"\w\.[a-z_]\w*: "),
+    Term(r"^(?:[a-z_]\w*\.){2,}[A-Z]\w+: ", gate_pattern=r"\w\.[a-z_]\w*: ",
+         raw=r"\w\.[A-Z]\w*(?::|\x1b|\\)"),
 )
 # Launchers re-raise a child's failure under their own name; these are echoes, not causes.
 ECHO_TERMS = (
-    Term(r"ChildFailedError", ("childfailederror",)),
-    Term(r"CalledProcessError", ("calledprocesserror",)),
-    Term(r"SystemExit", ("systemexit",)),
-    Term(r"SignalException", ("signalexception",)),
+    Term(r"ChildFailedError", ("childfailederror",), raw="ChildFailedError"),
+    Term(r"CalledProcessError", ("calledprocesserror",), raw="CalledProcessError"),
+    Term(r"SystemExit", ("systemexit",), raw="SystemExit"),
+    Term(r"SignalException", ("signalexception",), raw="SignalException"),
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (
-    Term(r"Traceback \(most recent call last\)", ("traceback",)),
+    Term(r"Traceback \(most recent call last\)", ("traceback",), raw="Traceback"),
     # a traceback's frame: pastes often keep the frames and lose the header and the message
-    Term(r'\bFile "[^"]+", line \d+, in ', ('file "',)),
+    Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;)'),
     # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread
-    Term(r"Assertion [`'][^`']+[`'] failed", ("assertion",)),
-    Term(r"terminate called after throwing", ("terminate called",)),
-    Term(r"Segmentation fault", ("segmentation fault",)),
-    Term(r"core dumped", ("core dumped",)),
-    Term(r"Fatal Python error", ("fatal python error",)),
-    Term(r"exits with return code = -?[1-9]", ("exits with return code",)),  # deepspeed launcher
-    Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",)),              # torchelastic
-    Term(r"exit(?:ed with)? (?:code|status):? -?[1-9]", ("exit",)),
-    Term(r"^Killed$", ("killed",)),
-    Term(r"^Aborted", ("aborted",)),
-    Term(r"srun: error:", ("srun: error:",)),
-    Term(r"FAILED\b", ("failed",)),
+    Term(r"Assertion [`'][^`']+[`'] failed", ("assertion",), raw="Assertion"),
+    Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
+    Term(r"Segmentation fault", ("segmentation fault",), raw="Segmentation fault"),
+    Term(r"core dumped", ("core dumped",), raw="core dumped"),
+    Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),
+    Term(r"exits with return code = -?[1-9]", ("exits with return code",),
+         raw="exits with return code"),  # deepspeed launcher
+    Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",),
+         raw=r"failed \(exitcode"),              # torchelastic
+    Term(r"exit(?:ed with)? (?:code|status):? -?[1-9]", ("exit",),
+         raw=r"exit(?:ed with)? (?:code|status):? -?[1-9]"),
+    Term(r"^Killed$", ("killed",), raw="Killed"),
+    Term(r"^Aborted", ("aborted",), raw="Aborted"),
+    Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
+    Term(r"FAILED\b", ("failed",), raw=r"FAILED(?:[^A-Za-z0-9_]|$)"),
     # glog FATAL lines from C++ (`F1203 12:00:01.123 ...`): no word to gate on, only the shape.
-    Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"f\d{4} \d\d:\d\d:\d\d"),
+    Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"f\d{4} \d\d:\d\d:\d\d",
+         raw=r"F\d{4} \d\d:\d\d:\d\d"),
     # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
     Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)",
-         (": error: ",)),
+         (": error: ",), raw=": error: "),
 )
 # Lines only a job that finished prints. A failure marker followed by one of these in the same
 # file was survived (a caught exception, a retried upload), not fatal.
 SUCCESS_TERMS = (
-    Term(r"Process \d+ exits successfully", ("exits successfully",)),   # deepspeed launcher
-    Term(r"'train_runtime':", ("'train_runtime':",)),                   # HF Trainer metrics
-    Term(r"\btrain_runtime\s+=", ("train_runtime",)),
-    Term(r"Training completed\. Do not forget", ("training completed",)),
+    Term(r"Process \d+ exits successfully", ("exits successfully",), raw="exits successfully"),   # deepspeed launcher
+    Term(r"'train_runtime':", ("train_runtime",), raw="train_runtime"),                   # HF Trainer metrics
+    Term(r"\btrain_runtime\s+=", ("train_runtime",), raw="train_runtime"),
+    Term(r"Training completed\. Do not forget", ("training completed",),
+         raw="Training completed"),
 )
 # How a run that finished says so, beyond SUCCESS_TERMS (which also rescue a failure marker
 # before them, so they must stay strict). Read only on a log's last lines, where the question
@@ -110,7 +129,7 @@ PROGRESS = re.compile("|".join((
 # ROOT_FIELD_LINES lines, which the prefilter keeps as the title's context, so the fields
 # themselves (`rank`, `host`: words every prefixed line holds) need no gate.
 ROOT_CAUSE = "Root Cause (first observed failure)"
-ROOT_CAUSE_TERMS = (Term(re.escape(ROOT_CAUSE), ("root cause",)),)
+ROOT_CAUSE_TERMS = (Term(re.escape(ROOT_CAUSE), ("root cause",), raw="Root Cause"),)
 ROOT_FIELD = re.compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
 ROOT_FIELD_LINES = 8
 
@@ -125,3 +144,4 @@ ALL_TERMS = EXCEPTION_TERMS + ECHO_TERMS + OTHER_FAILURE_TERMS + SUCCESS_TERMS +
 # What the prefilter must find to keep a line (the rules' own keywords join these).
 SELECT_LITERALS = tuple(sorted({g for t in ALL_TERMS for g in t.gates}))
 SELECT_PATTERNS = tuple(sorted({t.gate_pattern for t in ALL_TERMS if t.gate_pattern}))
+SELECT_GATES = tuple(dict.fromkeys(t.raw_gate for t in ALL_TERMS))

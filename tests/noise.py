@@ -59,8 +59,11 @@ TRICKY = (
 )
 
 
-def healthy_lines(count, ranks=16, seed=0):
-    """Yield `count` healthy lines: NCCL INFO from many ranks, DeepSpeed steps, progress bars."""
+def healthy_lines(count, ranks=16, seed=0, tricky=True):
+    """Yield `count` healthy lines: NCCL INFO from many ranks, DeepSpeed steps, progress bars.
+
+    With `tricky`, one line in six is one of TRICKY (far denser than real logs hold them).
+    """
     rng = random.Random(seed)
     for i in range(count):
         rank = rng.randrange(ranks)
@@ -77,7 +80,7 @@ def healthy_lines(count, ranks=16, seed=0):
             yield f"\r{pct:3d}%|{'█' * (pct // 10):<10}| {pct}/100 [00:{pct % 60:02d}<00:30,  1.66it/s]"
         elif kind == 7:
             yield f"[rank{rank}]:[W socket.cpp:464] [c10d] The server socket has started listening on [::]:29500."
-        elif kind in (8, 9):
+        elif kind in (8, 9) and tricky:
             yield rng.choice(TRICKY).format(host=host, pid=4100 + rank, dev=rank % 8, rank=rank)
         elif kind == 10:
             yield (f"[2024-10-02 14:00:00,000] [INFO] [config.py:1000:print]   "

@@ -19,9 +19,7 @@ _TERMS = [(t, re.compile(t.pattern)) for t in vocabulary.ALL_TERMS]
 
 def _used(msg):
     """Would a signal or a rule look at this normalised line?"""
-    low = msg.lower()
-    return any(rx.search(msg) for _, rx in _TERMS) or any(k in low for r in RULES.rules
-                                                         for k in r.keywords)
+    return any(rx.search(msg) for _, rx in _TERMS) or bool(RULES.keyword_index().rules_for(msg))
 
 
 def _selected_linenos(data, finder):

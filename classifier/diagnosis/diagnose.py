@@ -4,7 +4,6 @@
 job and returns the diagnosis as plain data, so the CLI, triage and tests all share it.
 """
 
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +16,7 @@ from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.ownreport import skip_own_reports
 from classifier.diagnosis.read import (CHUNK, InputError, InputLimits, Warnings, byte_chunks,
-                                      check_readable, display_name, is_compressed,
+                                      check_readable, display_name,
                                       read_lines)
 from classifier.diagnosis.remediate import derive_facts, remediation_for
 from classifier.diagnosis.rootcause import (MAX_EVIDENCE, HitCollector, evidence_of, group_by_category, line_order,
@@ -50,59 +49,19 @@ def _evidence_json(lines):
     return out
 
 
-SELECT_ABOVE = 32 << 20  # inputs bigger than this go through the prefilter (prefilter.py)
-# ... and so do inputs of more lines than this, whatever their size: each line costs the full
-# pipeline ~10 us, so a storm of short or empty lines costs 100x a normal log per byte unless
-# the prefilter's byte-speed pass picks the few worth reading. The corpus's longest log has
-# about 4,000 lines.
-SELECT_LINES = 100_000
-
-
-def _many_lines(path):
-    """Does the plain file at `path` hold more than SELECT_LINES lines? (one fast byte pass)"""
-    count = 0
-    try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(CHUNK), b""):
-                count += block.count(b"\n")
-                if count > SELECT_LINES:
-                    return True
-    except OSError:
-        pass  # the reader meets the same error and reports it
-    return False
-
-
 def _raw_lines(path, warnings, rules, chunk_size, select, limits):
-    """The input's lines: all of them, or for a big input only those the prefilter selects."""
-    # A compressed file's size says nothing of what it inflates to: it is read as a stream.
-    if select is None and (not (path != "-" and os.path.isfile(path)) or is_compressed(path)):
-        return _stream_lines(path, warnings, rules, chunk_size, limits)
-    if select is None:
-        select = os.path.getsize(path) > SELECT_ABOVE or _many_lines(path)
-    if not select:
+    """The input's lines worth diagnosing: for every input, those the prefilter selects.
+
+    Files, pipes and compressed streams of every size take the same path, so a log costs the
+    same per byte at 1 MB as at 1 GB (prefilter.py); `select=False` reads every line, which
+    gives the same diagnosis (tests/diagnosis/test_prefilter.py) at normalising speed.
+    """
+    if select is False:
         return read_lines(path, warnings, chunk_size or CHUNK, limits)
     from classifier.diagnosis.prefilter import BIG_CHUNK, select_lines
     finder = rules.finder(select if isinstance(select, str) else "auto")
     return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK, limits),
                         display_name(path), warnings, finder)
-
-
-def _stream_lines(path, warnings, rules, chunk_size, limits):
-    """A pipe or compressed stream: read whole if it ends within SELECT_ABOVE bytes and
-    SELECT_LINES lines, else prefilter."""
-    from itertools import chain
-    from classifier.diagnosis.prefilter import select_lines
-    from classifier.diagnosis.read import split_lines
-    chunks = byte_chunks(path, warnings, chunk_size or CHUNK, limits)
-    head, size, count = [], 0, 0
-    for block in chunks:
-        head.append(block)
-        size += len(block)
-        count += block.count(b"\n")
-        if size > SELECT_ABOVE or count > SELECT_LINES:
-            return select_lines(chain(head, chunks), display_name(path), warnings,
-                                rules.finder())
-    return split_lines(head, display_name(path), warnings)
 
 
 def _finding(category, hits, ranks_seen, bf16_run=False):
@@ -131,8 +90,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
 
     The result is finished (classifier/sanitize.py) before it is returned: terminal controls
     removed and, unless `redact` is False, secrets masked, so no renderer can show them.
-    `select` forces the prefilter on (True, or an engine name 'hyperscan' / 're') or off
-    (False); by default it runs for files over SELECT_ABOVE bytes. `limits` bounds how far a
+    `select` names the prefilter's engine ('hyperscan' / 're'; default: the fastest there) or
+    turns it off (False: every line is normalised, the reference the prefilter must equal). `limits` bounds how far a
     compressed input may inflate (default: InputLimits.from_env()).
     """
     rules = rules or default_rules()

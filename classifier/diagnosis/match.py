@@ -75,6 +75,39 @@ def trie_regex(words: Iterable[str]) -> str:
     return build(trie)
 
 
+# Where a keyword may start: not inside a word (`fault` is not in `default`), unless the word
+# is camel-cased there (`MemoryError` in `_ArrayMemoryError`, `Timeout` in `ncclTimeout`,
+# `Error` in `NCCLError`). Snake_case joins words: `loss nan` is in `train_loss nan`. The end
+# is free, so a keyword may be a stem (`required positional argument` + s, `glibc_` + 2.34).
+_WORD_START = r"(?:(?<![^\W_])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
+
+
+def bounded(keyword: str) -> str:
+    """`keyword` as a regex, case-insensitive, that finds it only where a word starts.
+
+    Run it on the line as written: the case decides where camel-cased words start.
+    """
+    body = "(?i:" + re.escape(keyword) + ")"
+    return _WORD_START + body if keyword[0].isalnum() else body
+
+
+def keyword_gate(keyword: str) -> str:
+    """A regex on raw log bytes that finds every line whose message holds `keyword` as bounded.
+
+    Written for Hyperscan and `re` alike (multi-line, no look-around). A superset: the raw line
+    may carry what normalising removes just before the keyword — an escape's final letter
+    (ANSI `\x1b[0m`, JSON `\n`, `\t`, `\r`) — and an upper-case letter after any letter
+    or digit may start a camel-cased word.
+    """
+    body = re.escape(keyword)
+    if not keyword[0].isalnum():
+        return "(?i:" + body + ")"
+    head = r"(?:^|[^A-Za-z0-9]|[mnrt])(?i:" + body + ")"
+    if keyword[0].isalpha():
+        head += r"|[A-Za-z0-9]" + re.escape(keyword[0].upper()) + "(?i:" + re.escape(keyword[1:]) + ")"
+    return head
+
+
 class KeywordIndex:
     """Maps the keywords found in a line to the rules they gate."""
 
@@ -84,43 +117,59 @@ class KeywordIndex:
             for kw in rule.keywords:
                 by_keyword.setdefault(kw, []).append(rule)
         keywords = sorted(by_keyword, key=len, reverse=True)
+        self._bounded = {kw: re.compile(bounded(kw)) for kw in keywords}
         # Longest-first alternation can shadow a shorter keyword inside a longer one, so each
-        # keyword also answers for every keyword it contains.
+        # keyword also answers for every keyword it holds as a word.
         self._rules_for = {}
         for kw in keywords:
             gated = []
             for other in keywords:
-                if other in kw:
+                if other in kw and self._bounded[other].search(kw):
                     gated.extend(r for r in by_keyword[other] if r not in gated)
             self._rules_for[kw] = gated
         # The plain trie answers "any keyword here?" fast for the many lines without one; the
         # lookahead form then finds a keyword at every position, so one keyword overlapping
-        # the end of another (not inside it) is still seen.
+        # the end of another (not inside it) is still seen. Both find substrings; a found
+        # keyword counts only where it stands as a word (bounded()).
         trie = trie_regex(keywords) if keywords else None
         self._pattern = re.compile(trie) if trie else None
         self._overlapping = re.compile("(?=(" + trie + "))") if trie else None
+        self._cut_prefixes = None  # built on first use: only an input's last line asks
 
     def rules_cut_at_end(self, msg: str) -> list["Rule"]:
         """Rules with a keyword in `msg`, or whose keyword begins where `msg` is cut off."""
         low = msg.lower()
         out = list(self.rules_for(msg))
-        for kw, rules in self._rules_for.items():
-            if any(low.endswith(kw[:n]) for n in range(min(MIN_CUT_KEYWORD, len(kw)), len(kw))):
-                out.extend(r for r in rules if r not in out)
+        if self._cut_prefixes is None:
+            # Every proper prefix a keyword may be cut to, mapped to the keywords it begins.
+            self._cut_prefixes = {}
+            for kw in self._rules_for:
+                for n in range(min(MIN_CUT_KEYWORD, len(kw)), len(kw)):
+                    self._cut_prefixes.setdefault(kw[:n], []).append(kw)
+        longest = max(map(len, self._cut_prefixes), default=0)
+        cut = set()
+        for n in range(1, min(longest, len(low)) + 1):
+            for kw in self._cut_prefixes.get(low[-n:], ()):
+                if len(low) != len(msg) or re.compile(bounded(kw[:n])).match(msg, len(msg) - n):
+                    cut.add(kw)
+        for kw in self._rules_for:  # in keyword order, as rules_for() answers
+            if kw in cut:
+                out.extend(r for r in self._rules_for[kw] if r not in out)
         return out
 
     def rules_for(self, msg: str) -> Sequence["Rule"]:
-        """Return the rules whose keywords occur in `msg` (case-insensitive), in rule order."""
+        """Return the rules whose keywords occur in `msg` as words (case-insensitive), in rule order."""
         if self._pattern is None:
             return ()
         low = msg.lower()
         if self._pattern.search(low) is None:
             return ()
-        found = self._overlapping.findall(low)
+        found = [kw for kw in dict.fromkeys(self._overlapping.findall(low))
+                 if self._bounded[kw].search(msg)]
         if len(found) == 1:
             return self._rules_for[found[0]]
         out = []
-        for kw in dict.fromkeys(found):
+        for kw in found:
             out.extend(r for r in self._rules_for[kw] if r not in out)
         return out
 

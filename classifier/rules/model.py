@@ -57,6 +57,11 @@ class Rule:
         return self._regexes()[1]
 
     @property
+    def has_context(self) -> bool:
+        """Does the rule read lines before its match (`context`)? Known without compiling."""
+        return bool(self._sources[2])
+
+    @property
     def context(self) -> tuple:
         """The compiled context patterns."""
         return self._regexes()[2]
@@ -125,7 +130,8 @@ class RuleSet:
         """The prefilter's line finder for these rules' keywords and the failure vocabulary."""
         if engine not in self._finders:
             from classifier.diagnosis.prefilter import make_finder
-            from classifier.vocabulary import SELECT_LITERALS, SELECT_PATTERNS
-            literals = {k for rule in self.rules for k in rule.keywords} | set(SELECT_LITERALS)
-            self._finders[engine] = make_finder(literals, SELECT_PATTERNS, engine)
+            from classifier.vocabulary import ALL_TERMS
+            keywords = {k for rule in self.rules for k in rule.keywords}
+            far = {k for rule in self.rules if rule.has_context for k in rule.keywords}
+            self._finders[engine] = make_finder(keywords, ALL_TERMS, engine, far)
         return self._finders[engine]

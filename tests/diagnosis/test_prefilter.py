@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from classifier.diagnosis.diagnose import diagnose_job
-from classifier.diagnosis.prefilter import PurePythonFinder, select_lines
+from classifier.diagnosis.prefilter import select_lines
 from classifier.diagnosis.read import Warnings, read_lines
 from classifier.rules.load import default_rules
 from conftest import DEMO, LOGS, ROOT
@@ -22,8 +22,7 @@ hyperscan = pytest.importorskip("hyperscan", reason="installed with dsdiag on Li
 
 
 def _both():
-    from classifier.diagnosis.prefilter import HyperscanFinder
-    return HyperscanFinder(LITERALS), PurePythonFinder(LITERALS)
+    return RULES.finder("hyperscan"), RULES.finder("re")
 
 
 WORDS = st.sampled_from(sorted(LITERALS)[:200] + ["noise", "NCCL INFO", "\n", "\n", " ", "ÄÖ", "\r"])
@@ -90,26 +89,37 @@ def test_without_the_wheel_the_pure_python_finder_is_used():
     assert out.stdout.strip() == "re", out.stderr
 
 
-def test_big_file_takes_the_prefilter_by_default(tmp_path, monkeypatch):
-    import classifier.diagnosis.diagnose as diag
+@pytest.mark.parametrize("form", ["file", "gzip", "pipe"])
+def test_every_input_takes_the_prefilter_whatever_its_size(tmp_path, monkeypatch, form):
+    # No size threshold: a 3,000-line file, its .gz and the same bytes through a pipe all
+    # take the byte-speed selection (issue 15: a 20x cliff at 32 MB).
+    import gzip
+    import io
     from classifier.rules.model import RuleSet
     path = _noisy_job(tmp_path, 100, total=3000)
-    monkeypatch.setattr(diag, "SELECT_ABOVE", 1000)
+    if form == "gzip":
+        path = tmp_path / "big.log.gz"
+        path.write_bytes(gzip.compress(_noisy_job(tmp_path, 100, total=3000).read_bytes()))
     calls = []
     real = RuleSet.finder
     monkeypatch.setattr(RuleSet, "finder", lambda *a: calls.append(a) or real(*a))
-    assert diagnose_job([str(path)])["category"] == "gpu_oom" and calls
+    if form == "pipe":
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(open(path, "rb")))
+        paths = ["-"]
+    else:
+        paths = [str(path)]
+    assert diagnose_job(paths)["category"] == "gpu_oom" and calls
 
 
 def test_a_storm_of_selected_lines_is_walked_once_and_cut_at_the_budget():
-    # 34 M lines of `exit` held 7.2 GB: every selected line listed its whole window of spans.
+    # 34 M lines of `exit` held 7.2 GB (now `exit code 1`: a bare `exit` no longer selects): every selected line listed its whole window of spans.
     # Now the lines are walked once, and past SELECT_BUDGET only the tail goes on.
     import tracemalloc
     from classifier.diagnosis import prefilter
     from classifier.diagnosis.read import Warnings
     from classifier.rules.load import default_rules
     finder = default_rules().finder("re")
-    data = b"exit\n" * (prefilter.SELECT_BUDGET + 100_000)
+    data = b"exit code 1\n" * (prefilter.SELECT_BUDGET + 100_000)
     warnings = Warnings()
     tracemalloc.start()
     try:
@@ -124,3 +134,53 @@ def test_a_storm_of_selected_lines_is_walked_once_and_cut_at_the_budget():
     assert len(linenos) < prefilter.SELECT_BUDGET + prefilter.TAIL + 2 * prefilter.BEFORE
     assert [w["code"] for w in warnings.as_list()] == ["select_budget"]
     assert peak < 200 << 20, peak  # the old span lists took gigabytes here
+
+
+# Every prefix form the normaliser strips (classifier/diagnosis/normalize.py), as a job writes it.
+PREFIXES = ("", "[rank{r}]:", "[default{r}]:", "[worker{r}]: ", "[trainer{r}]: ", "[local_rank{r}]: ",
+            "[1,{r}]<stderr>:", "{r}: ", "  {r}: [rank{r}]: ", "worker-{r}: ", "10.0.0.{r}: ",
+            "localhost: ", "(RayTrainWorker pid=1234{r}, ip=10.0.0.{r}) ", "[pod/trainer-{r}/pytorch] ",
+            "trainer-{r}  | ", "2024-10-02T14:00:00.123456789Z stderr F ", "[2024-10-02 14:00:00,123] ",
+            "Oct  2 14:00:00 node{r} kernel: ", "[  123.456789] ", "[Wed Oct  2 14:00:00 2024] ",
+            "E   ")
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_a_healthy_log_selects_at_most_one_percent_of_its_lines_whatever_its_prefix(
+        monkeypatch, prefix, engine):
+    # `[defaultN]:` holds `fault` and selected every line of a torchrun --tee log (issue 15).
+    from classifier.diagnosis import prefilter
+    monkeypatch.setattr(prefilter, "HEAD", 0)
+    monkeypatch.setattr(prefilter, "TAIL", 0)
+    lines = list(healthy_lines(20000, seed=5, tricky=False))
+    data = "".join(prefix.format(r=i % 8) + line + "\n" for i, line in enumerate(lines)).encode()
+    picked = sum(1 for _ in select_lines([data], "job.log", Warnings(), RULES.finder(engine)))
+    assert picked <= len(lines) // 100, picked
+
+
+def _essence(result):
+    """What a diagnosis decides: the cause, its rule and evidence, and what else was found."""
+    return (result["category"], result.get("rule"), result.get("confidence"),
+            [(e["line"], e["text"]) for e in result.get("evidence", [])],
+            [(s["category"], s.get("rule")) for s in result.get("secondary", [])])
+
+
+def test_the_prefilter_decides_every_corpus_case_as_the_full_read_does(monkeypatch):
+    # The property behind "one path for every size": with no head kept and a short tail, only
+    # the selected lines and their reach are read, and every corpus case gets the same cause,
+    # rule and evidence as when every line is read. (Facts that count ranks or read each
+    # rank's last step come from the head a big log keeps: HEAD lines.)
+    from classifier.corpus.evaluate import find_cases
+    from classifier.diagnosis import prefilter
+    monkeypatch.setattr(prefilter, "HEAD", 0)
+    monkeypatch.setattr(prefilter, "TAIL", 20)
+    logs = [log for log, _ in find_cases(ROOT / "corpus")] + sorted(LOGS.glob("*.log"))
+    checked, differ = 0, []
+    for log in logs:
+        full = diagnose_job([str(log)], select=False)
+        fast = diagnose_job([str(log)], select="hyperscan")
+        checked += 1
+        if _essence(full) != _essence(fast):
+            differ.append((log.name, _essence(full)[:2], _essence(fast)[:2]))
+    assert checked > 800 and not differ, differ[:5]
