@@ -33,18 +33,26 @@ class Pattern:
     characters carry fewer bits each than that is left alone (a word, not a key).
     """
 
-    __slots__ = ("id", "title", "regex", "replace", "entropy", "keywords", "examples")
+    __slots__ = ("id", "title", "source", "_regex", "replace", "entropy", "keywords", "examples")
 
     def __init__(self, entry: dict[str, Any]) -> None:
         self.id = entry["id"]
         self.title = entry.get("title", "")
-        self.regex = re.compile(entry["regex"])
+        self.source = entry["regex"]
+        self._regex = None
         self.replace = entry.get("replace")
         self.entropy = entry.get("entropy")
         # Lower-case literals one of which every match contains (gitleaks' keywords): the
         # regex runs only on text holding one.
         self.keywords = tuple(entry.get("keywords") or ())
         self.examples = entry.get("examples") or {}
+
+    @property
+    def regex(self) -> re.Pattern:
+        """The compiled regex; compiled on first use, as most never meet their keywords."""
+        if self._regex is None:
+            self._regex = re.compile(self.source)
+        return self._regex
 
     def _masked(self, m: re.Match) -> str:
         start, end = m.span("secret") if "secret" in self.regex.groupindex and \
@@ -75,10 +83,16 @@ def shannon_entropy(text: str) -> float:
 
 @lru_cache(maxsize=None)
 def load_patterns(path: str | Path = PATTERNS_FILE) -> tuple[Pattern, ...]:
-    """Load and compile the redaction patterns (cached; yaml is imported only here)."""
-    import yaml
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+    """Load and compile the redaction patterns (once per process; parsed YAML is cached on disk
+    by the file's bytes, so a run from the cache imports no yaml)."""
+    from classifier.rules.cache import cache_key, read_cached, write_cached
+    raw = Path(path).read_bytes()
+    key = cache_key(raw)
+    data = read_cached("redaction", key)
+    if not isinstance(data, dict) or not isinstance(data.get("patterns"), list):
+        from classifier.rules.safeyaml import safe_load_bounded
+        data = safe_load_bounded(raw.decode("utf-8"))
+        write_cached("redaction", key, data)
     return tuple(Pattern(entry) for entry in data["patterns"])
 
 

@@ -11,8 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from classifier.rules.cache import cache_key, read_cached, write_cached
 from classifier.rules.lint import check_regexes
 from classifier.rules.model import (STRUCTURE_FLAGS, STRUCTURE_LISTS, STRUCTURE_ONE, CategoryInfo,
                                     Rule, RuleSet)
@@ -26,47 +25,6 @@ _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclud
 TREND_KINDS = ("loss_scale", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# Aliases let a 1 KB file stand for billions of nodes ("billion laughs"); whatever walks the
-# data afterwards pays for every one. A rule file of the built-in set expands to ~5,000 nodes.
-MAX_EXPANDED_NODES = 200_000
-
-
-def _children(node):
-    if isinstance(node, yaml.MappingNode):
-        return [n for pair in node.value for n in pair]
-    return node.value if isinstance(node, yaml.SequenceNode) else []
-
-
-def _expanded_size(root):
-    """Nodes under `root` with every alias expanded; each shared node is sized once, and the
-    walk uses its own stack (libyaml allows nesting deeper than Python's recursion limit)."""
-    sizes = {}
-    stack = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in _children(node))
-        elif id(node) not in sizes:
-            sizes[id(node)] = 1  # a node met again on its own path (a cycle) counts once
-            stack.append((node, True))
-            stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
-    return sizes[id(root)]
-
-
-def safe_load_bounded(text: str, limit: int = MAX_EXPANDED_NODES) -> Any:
-    """yaml.safe_load, refusing (yaml.YAMLError) a document whose aliases expand past `limit` nodes."""
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if _expanded_size(node) > limit:
-            raise yaml.YAMLError(f"aliases expand to over {limit:,} nodes (an alias bomb?)")
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
 
 
 class RuleError(Exception):
@@ -95,6 +53,7 @@ def rule_files(directory: str | Path) -> list[Path]:
 
 def _marks(node, path=(), out=None):
     """Map each key path of a composed YAML node to its (line, col), 1-based."""
+    import yaml  # only on a problem: a run from the cache never imports yaml
     if out is None:
         out = {}
     out[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -253,12 +212,16 @@ def _check_file_keys(data, builtin, report):
 
 
 def validate_file(path: str | Path, seen_ids: set[str] | None = None, lint: bool = True,
-                  builtin: bool = False) -> tuple[dict[str, Any] | None, list[str], bytes]:
-    """Return (data or None, problems, raw bytes) for one rule file; problems are located."""
+                  builtin: bool = False,
+                  raw: bytes | None = None) -> tuple[dict[str, Any] | None, list[str], bytes]:
+    """Return (data or None, problems, raw bytes) for one rule file (`raw`: its bytes, if
+    already read); problems are located."""
+    import yaml  # a run from the cache never imports yaml
+    from classifier.rules.safeyaml import safe_load_bounded
     path = Path(path)
     seen_ids = set() if seen_ids is None else seen_ids
     try:
-        raw = path.read_bytes()
+        raw = path.read_bytes() if raw is None else raw
         text = raw.decode("utf-8")
         data = safe_load_bounded(text)
     except (OSError, UnicodeDecodeError) as exc:
@@ -302,6 +265,47 @@ def validate_file(path: str | Path, seen_ids: set[str] | None = None, lint: bool
     return (data if not problems else None), problems, raw
 
 
+def _read_all(paths):
+    """[(path, bytes or None)]: None for a file that cannot be read (validate_file says why)."""
+    out = []
+    for path in paths:
+        try:
+            out.append((path, path.read_bytes()))
+        except OSError:
+            out.append((path, None))
+    return out
+
+
+def _validator_sources():
+    """What decides validity besides the rule files: this validator and the taxonomy."""
+    from classifier import taxonomy
+    return [Path(__file__).read_bytes(), Path(taxonomy.__file__).read_bytes()]
+
+
+def _strip_examples(data):
+    """A validated file's data without its rules' examples (read from YAML when wanted)."""
+    rules = [{k: v for k, v in rule.items() if k != "examples"} for rule in data["rules"]]
+    return {**data, "rules": rules}
+
+
+def _cached_shape_ok(entry):
+    name, data = entry
+    return isinstance(name, str) and isinstance(data["category"], str) and all(
+        isinstance(rule["id"], str) and isinstance(rule["title"], str) for rule in data["rules"])
+
+
+def _from_cache(directory, files, key):
+    """[(path, data)] of the built-in files from the cache, or None (missing, stale, damaged)."""
+    entries = read_cached("rules", key)
+    try:
+        if [name for name, _ in entries] != [path.name for path, _ in files] or \
+                not all(_cached_shape_ok(entry) for entry in entries):
+            return None
+    except (TypeError, ValueError, KeyError):
+        return None
+    return [(directory / name, data) for name, data in entries]
+
+
 def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: bool = False,
                builtin_dir: str | Path | None = None) -> RuleSet:
     """Load the built-in rules plus those of extra directories, which add to them.
@@ -309,7 +313,9 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
     A user file's rules join the built-in category of the same id and keep its checklist and
     steps unless the file gives its own; a rule id may be used only once across all files.
     User directories are fully linted, regexes included. The built-in rules are linted by the
-    test suite, so at run time their regexes compile lazily (`check_builtin` forces it).
+    test suite, so at run time their regexes compile lazily (`check_builtin` forces it), and
+    once validated they come from the cache (classifier.rules.cache) while their files' bytes
+    stay the same; their examples are then read from the YAML only when asked for.
     """
     builtin = Path(builtin_dir) if builtin_dir else builtin_rules_dir()
     dirs = [builtin] + [Path(d) for d in (directories or ())]
@@ -322,13 +328,25 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
             problems.append(f"{directory}:1:1: not a directory")
             continue
         is_builtin = directory == builtin
-        for path in rule_files(directory):
-            data, found, raw = validate_file(path, seen, check_builtin or not is_builtin,
-                                             is_builtin)
-            digest.update(path.name.encode() + b"\0" + raw)
-            problems.extend(found)
-            if data is None:
-                continue
+        files = _read_all(rule_files(directory))
+        for path, raw in files:
+            digest.update(path.name.encode() + b"\0" + (raw or b""))
+        cacheable = is_builtin and not check_builtin and None not in (raw for _, raw in files)
+        key = cache_key(digest.digest(), *_validator_sources()) if cacheable else ""
+        loaded = _from_cache(directory, files, key) if cacheable else None
+        if loaded is None:
+            loaded = []
+            for path, raw in files:
+                data, found, _ = validate_file(path, seen, check_builtin or not is_builtin,
+                                               is_builtin, raw)
+                problems.extend(found)
+                if data is not None:
+                    loaded.append((path, data))
+            if cacheable and not problems:
+                write_cached("rules", key, [(p.name, _strip_examples(d)) for p, d in loaded])
+        else:
+            seen.update(rule["id"] for _, data in loaded for rule in data["rules"])
+        for path, data in loaded:
             info = CategoryInfo(data, categories.get(data["category"]))
             if is_builtin:
                 categories[data["category"]] = info

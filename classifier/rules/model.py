@@ -1,7 +1,8 @@
 """The compiled rule set: rules, the category-level text of their files, and the caches the
 matcher and the prefilter build from them."""
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import regex
 
@@ -14,7 +15,8 @@ class Rule:
     """One compiled rule: keywords gate where its regexes run."""
 
     __slots__ = ("id", "category", "title", "role", "priority", "keywords", "remediation",
-                 "examples", "path", "info", "structure", "trend", "_sources", "_compiled")
+                 "_examples", "path", "info", "_structure_data", "_structure", "trend",
+                 "_sources", "_compiled")
 
     def __init__(self, data: dict, category: str, path: str, info: "CategoryInfo") -> None:
         self.id = data["id"]
@@ -26,13 +28,22 @@ class Rule:
         self._sources = (tuple(data.get("patterns") or ()), tuple(data.get("exclude") or ()),
                          tuple(data.get("context") or ()))
         # Conditions on an exception's type, frames and message (classifier.diagnosis.structure).
-        self.structure = compile_structure(data["structure"]) if data.get("structure") else None
+        self._structure_data = data.get("structure") or None
+        self._structure = None  # compiled on first use
         self.trend = data.get("trend")  # its hits count only as a trend (diagnosis.trends)
         self._compiled = None
         self.remediation = tuple(data.get("remediation") or ())
-        self.examples = data.get("examples") or {}
+        # None: the rule came from the cache, which leaves examples in the YAML (see `examples`).
+        self._examples = (data["examples"] or {}) if "examples" in data else None
         self.path = path
         self.info = info  # the checklist and steps of the file this rule came from
+
+    @property
+    def examples(self) -> dict[str, Any]:
+        """The rule's `examples:`; read from its file on first use when it came from the cache."""
+        if self._examples is None:
+            self._examples = file_examples(self.path).get(self.id) or {}
+        return self._examples
 
     def _regexes(self):
         # Compiling ~400 regexes costs more than scanning an ordinary log, so a rule compiles
@@ -40,6 +51,13 @@ class Rule:
         if self._compiled is None:
             self._compiled = tuple(tuple(regex.compile(p) for p in group) for group in self._sources)
         return self._compiled
+
+    @property
+    def structure(self) -> dict | None:
+        """The compiled `structure:` conditions, or None for a rule without them."""
+        if self._structure is None and self._structure_data is not None:
+            self._structure = compile_structure(self._structure_data)
+        return self._structure
 
     @property
     def has_patterns(self) -> bool:
@@ -65,6 +83,20 @@ class Rule:
     def context(self) -> tuple:
         """The compiled context patterns."""
         return self._regexes()[2]
+
+
+_FILE_EXAMPLES: dict[str, dict[str, Any]] = {}
+
+
+def file_examples(path: str) -> dict[str, Any]:
+    """{rule id: examples} of one rule file, parsed once per process."""
+    if path not in _FILE_EXAMPLES:
+        from classifier.rules.safeyaml import safe_load_bounded
+        data = safe_load_bounded(Path(path).read_text(encoding="utf-8")) or {}
+        rules = data.get("rules") if isinstance(data, dict) else None
+        _FILE_EXAMPLES[path] = {rule.get("id"): rule.get("examples")
+                                for rule in rules or () if isinstance(rule, dict)}
+    return _FILE_EXAMPLES[path]
 
 
 STRUCTURE_LISTS = ("raised_in", "called_from", "not_called_from")

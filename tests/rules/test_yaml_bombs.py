@@ -3,7 +3,8 @@
 import pytest
 import yaml
 
-from classifier.rules.load import MAX_EXPANDED_NODES, builtin_rules_dir, rule_files, safe_load_bounded
+from classifier.rules.load import builtin_rules_dir, rule_files
+from classifier.rules.safeyaml import MAX_EXPANDED_NODES, safe_load_bounded
 from conftest import DEMO, run_dsdiag
 
 

@@ -1,0 +1,101 @@
+"""Data built from package files, kept as JSON in the user's cache directory.
+
+Parsing and validating the built-in rule files costs more than diagnosing a small log, and the
+result depends only on their bytes and on this dsdiag; so it is built on first use and read
+back (json's C decoder) by later runs. The cache only ever saves time: an unwritable
+directory, a corrupt or truncated file, or a key that does not match mean "build it again",
+never an error.
+"""
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from classifier import __version__
+
+FORMAT = 1  # bump when the layout of what is cached changes
+STALE_DAYS = 30  # other cache files of a kind untouched this long go when a new one is written
+
+
+def cache_dir() -> Path | None:
+    """$DSDIAG_CACHE_DIR, else $XDG_CACHE_HOME/dsdiag, else ~/.cache/dsdiag; None when
+    DSDIAG_CACHE_DIR is `off` (no cache)."""
+    explicit = os.environ.get("DSDIAG_CACHE_DIR", "")
+    if explicit:
+        return None if explicit.lower() == "off" else Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not base or not os.path.isabs(base):  # the XDG spec says to ignore a relative value
+        home = os.path.expanduser("~")
+        if home == "~":  # no HOME and no passwd entry
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / "dsdiag"
+
+
+def cache_key(*parts: bytes) -> str:
+    """sha256 over this dsdiag's version, the cache format and `parts` (each length-prefixed)."""
+    digest = hashlib.sha256(f"dsdiag {__version__} cache {FORMAT}\0".encode())
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.hexdigest()
+
+
+def _path(kind: str, key: str) -> Path | None:
+    directory = cache_dir()
+    return directory / f"{kind}-{key[:32]}.json" if directory else None
+
+
+def read_cached(kind: str, key: str) -> Any:
+    """The data cached for (kind, key), or None when there is none or it cannot be trusted."""
+    path = _path(kind, key)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            entry = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):  # missing, unreadable, truncated, not JSON
+        return None
+    # The full key inside guards against a file name collision and a copy from elsewhere.
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        return None
+    return entry.get("data")
+
+
+def write_cached(kind: str, key: str, data: Any) -> bool:
+    """Store `data` for (kind, key) atomically; False (and nothing left behind) when it cannot."""
+    path = _path(kind, key)
+    if path is None:
+        return False
+    import tempfile  # only when writing: most runs only read
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # A temporary file then os.replace: a reader sees the old file or the whole new one,
+        # never a half-written one, even with several dsdiag processes starting at once.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{kind}-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"key": key, "data": data}, fh, separators=(",", ":"))
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return False
+    _drop_stale(path, kind)
+    return True
+
+
+def _drop_stale(keep: Path, kind: str) -> None:
+    """Remove this kind's other cache files unused for STALE_DAYS (older rule sets, versions)."""
+    cutoff = time.time() - STALE_DAYS * 86400
+    try:
+        for other in keep.parent.glob(f"{kind}-*.json"):
+            if other != keep and other.stat().st_mtime < cutoff:
+                other.unlink()
+    except OSError:
+        pass

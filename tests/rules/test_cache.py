@@ -1,0 +1,132 @@
+"""The built-in rules are validated once and read back from the cache (classifier/rules/cache.py)
+while their files stay the same; a damaged or unwritable cache costs time, never a diagnosis."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from classifier.rules.load import RuleError, builtin_rules_dir, load_rules
+from conftest import DEMO, ROOT, run_dsdiag
+
+# A fresh interpreter: load the rules, diagnose the demo, say whether any YAML was parsed.
+PROBE = r"""
+import sys
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.rules.load import load_rules
+rules = load_rules()
+result = diagnose_job([sys.argv[1]], rules)
+print(rules.version, result["category"], "yaml" in sys.modules)
+"""
+
+
+def _probe(cache_dir):
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(DEMO)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, env={"DSDIAG_CACHE_DIR": str(cache_dir),
+                                                     "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    version, category, yaml_imported = proc.stdout.split()
+    return version, category, yaml_imported == "True"
+
+
+def _cache_files(directory, kind="rules"):
+    return sorted(directory.glob(f"{kind}-*.json"))
+
+
+def _snapshot(rules):
+    """Everything a diagnosis reads from each rule, examples included."""
+    return [(r.id, r.category, r.title, r.role, r.priority, r.keywords, r.remediation, r._sources,
+             r.trend, r._structure_data, r.path, r.info.checklist, r.info.remediation,
+             r.info.references, r.examples) for r in rules.rules]
+
+
+def test_the_first_run_writes_the_cache_and_the_next_one_parses_no_yaml(tmp_path):
+    first = _probe(tmp_path)
+    assert first[2], "the first run has to parse the rule files"
+    assert len(_cache_files(tmp_path)) == 1 and len(_cache_files(tmp_path, "redaction")) == 1
+    second = _probe(tmp_path)
+    assert second == (first[0], first[1], False)  # same rule-set hash and answer, no YAML
+
+
+def test_the_cached_rule_set_equals_the_one_read_from_yaml(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSDIAG_CACHE_DIR", str(tmp_path))
+    from_yaml = load_rules(check_builtin=False)
+    assert _cache_files(tmp_path)
+    from_cache = load_rules()
+    assert all(r._examples is None for r in from_cache.rules)  # examples stayed in the YAML
+    assert from_cache.version == from_yaml.version
+    assert _snapshot(from_cache) == _snapshot(from_yaml)
+    assert {k: vars_of(v) for k, v in from_cache.categories.items()} == \
+        {k: vars_of(v) for k, v in from_yaml.categories.items()}
+
+
+def vars_of(info):
+    return (info.id, info.checklist, info.remediation, info.references)
+
+
+def test_a_changed_rule_file_rebuilds_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSDIAG_CACHE_DIR", str(tmp_path / "cache"))
+    rules_dir = tmp_path / "rules"
+    shutil.copytree(builtin_rules_dir(), rules_dir)
+    before = load_rules(builtin_dir=rules_dir)
+    path = rules_dir / "port_conflict.yaml"
+    text = path.read_text()
+    old_title = before.by_id("port_conflict.tcpstore_bind_errno").title
+    path.write_text(text.replace(old_title, "A retitled rule", 1))
+    after = load_rules(builtin_dir=rules_dir)
+    assert after.by_id("port_conflict.tcpstore_bind_errno").title == "A retitled rule"
+    assert after.version != before.version
+    assert len(_cache_files(tmp_path / "cache")) == 2
+    # A rule file broken after it was cached is reported, not served from the old cache.
+    path.write_text(text + "  - id: port_conflict.no_title\n")
+    with pytest.raises(RuleError, match="port_conflict.yaml"):
+        load_rules(builtin_dir=rules_dir)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "other_key", "bad_shape"])
+def test_a_damaged_cache_file_is_ignored_and_rebuilt(tmp_path, monkeypatch, damage):
+    monkeypatch.setenv("DSDIAG_CACHE_DIR", str(tmp_path))
+    good = load_rules()
+    [path] = _cache_files(tmp_path)
+    raw = path.read_bytes()
+    entry = json.loads(raw)
+    damaged = {
+        "truncate": raw[:len(raw) // 2],
+        "garbage": b"\x00\xff not json",
+        "other_key": json.dumps({"key": "0" * 64, "data": entry["data"]}).encode(),
+        "bad_shape": json.dumps({"key": entry["key"], "data": [["x.yaml", 3]]}).encode(),
+    }[damage]
+    path.write_bytes(damaged)
+    again = load_rules()
+    assert _snapshot(again) == _snapshot(good)
+    assert path.read_bytes() == raw  # written back whole
+
+
+def test_an_unwritable_cache_dir_still_diagnoses(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")  # mkdir under a file fails, even for root
+    for _ in range(2):
+        proc = run_dsdiag("--format", "json", DEMO, env={"DSDIAG_CACHE_DIR": str(blocker / "sub")})
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert json.loads(proc.stdout)["category"] == "gpu_oom"
+        assert proc.stderr == b""
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_version_is_the_same_with_and_without_the_cache(tmp_path):
+    lines = {run_dsdiag("--version", env={"DSDIAG_CACHE_DIR": value}).stdout
+             for value in ("off", str(tmp_path), str(tmp_path))}
+    assert len(lines) == 1 and b"(rules sha256:" in lines.pop()
+
+
+def test_user_rules_are_still_validated_next_to_cached_builtins(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSDIAG_CACHE_DIR", str(tmp_path / "cache"))
+    load_rules()  # warm: the built-in ids now come from the cache
+    user = tmp_path / "user"
+    user.mkdir()
+    builtin_rule = (builtin_rules_dir() / "port_conflict.yaml").read_text()
+    (user / "port_conflict.yaml").write_text(builtin_rule)  # every id already taken
+    with pytest.raises(RuleError, match="duplicate rule id"):
+        load_rules([user])
