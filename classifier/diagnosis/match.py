@@ -82,16 +82,16 @@ def trie_regex(words: Iterable[str]) -> str:
 _WORD_START = r"(?:(?<![^\W_])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
 
 
-def bounded(keyword: str) -> str:
-    """`keyword` as a regex, case-insensitive, that finds it only where a word starts.
+def bounded(keyword: str, exact: bool = False) -> str:
+    """`keyword` as a regex, case-insensitive unless `exact`, that finds it where a word starts.
 
     Run it on the line as written: the case decides where camel-cased words start.
     """
-    body = "(?i:" + re.escape(keyword) + ")"
+    body = re.escape(keyword) if exact else "(?i:" + re.escape(keyword) + ")"
     return _WORD_START + body if keyword[0].isalnum() else body
 
 
-def keyword_gate(keyword: str) -> str:
+def keyword_gate(keyword: str, exact: bool = False) -> str:
     """A regex on raw log bytes that finds every line whose message holds `keyword` as bounded.
 
     Written for Hyperscan and `re` alike (multi-line, no look-around). A superset: the raw line
@@ -99,12 +99,14 @@ def keyword_gate(keyword: str) -> str:
     (ANSI `\x1b[0m`, JSON `\n`, `\t`, `\r`) — and an upper-case letter after any letter
     or digit may start a camel-cased word.
     """
-    body = re.escape(keyword)
+    def case(text):
+        return re.escape(text) if exact else "(?i:" + re.escape(text) + ")"
+
     if not keyword[0].isalnum():
-        return "(?i:" + body + ")"
-    head = r"(?:^|[^A-Za-z0-9]|[mnrt])(?i:" + body + ")"
-    if keyword[0].isalpha():
-        head += r"|[A-Za-z0-9]" + re.escape(keyword[0].upper()) + "(?i:" + re.escape(keyword[1:]) + ")"
+        return case(keyword)
+    head = r"(?:^|[^A-Za-z0-9]|[mnrt])" + case(keyword)
+    if keyword[0].isalpha() and (not exact or keyword[0].isupper()):
+        head += r"|[A-Za-z0-9]" + re.escape(keyword[0].upper()) + case(keyword[1:])
     return head
 
 
@@ -112,26 +114,23 @@ class KeywordIndex:
     """Maps the keywords found in a line to the rules they gate."""
 
     def __init__(self, rules: Iterable["Rule"]) -> None:
-        by_keyword = {}
+        # A keyword is (text, exact case): lower-cased text unless its rule says exact_case.
+        self._rules_of = {}
         for rule in rules:
             for kw in rule.keywords:
-                by_keyword.setdefault(kw, []).append(rule)
-        keywords = sorted(by_keyword, key=len, reverse=True)
-        self._bounded = {kw: re.compile(bounded(kw)) for kw in keywords}
+                self._rules_of.setdefault((kw, rule.exact_case), []).append(rule)
+        self._bounded = {key: re.compile(bounded(*key)) for key in self._rules_of}
+        lows = sorted({text.lower() for text, _ in self._rules_of}, key=len, reverse=True)
         # Longest-first alternation can shadow a shorter keyword inside a longer one, so each
-        # keyword also answers for every keyword it holds as a word.
-        self._rules_for = {}
-        for kw in keywords:
-            gated = []
-            for other in keywords:
-                if other in kw and self._bounded[other].search(kw):
-                    gated.extend(r for r in by_keyword[other] if r not in gated)
-            self._rules_for[kw] = gated
+        # keyword found also asks every keyword inside it, longest first.
+        keys = sorted(self._rules_of, key=lambda key: -len(key[0]))  # ties: in rule order
+        self._order = {key: i for i, key in enumerate(keys)}
+        self._inside = {low: [key for key in keys if key[0].lower() in low] for low in lows}
         # The plain trie answers "any keyword here?" fast for the many lines without one; the
         # lookahead form then finds a keyword at every position, so one keyword overlapping
-        # the end of another (not inside it) is still seen. Both find substrings; a found
-        # keyword counts only where it stands as a word (bounded()).
-        trie = trie_regex(keywords) if keywords else None
+        # the end of another (not inside it) is still seen. Both find substrings in any case;
+        # a found keyword counts only where bounded() finds it in the line as written.
+        trie = trie_regex(lows) if lows else None
         self._pattern = re.compile(trie) if trie else None
         self._overlapping = re.compile("(?=(" + trie + "))") if trie else None
         self._cut_prefixes = None  # built on first use: only an input's last line asks
@@ -141,36 +140,36 @@ class KeywordIndex:
         low = msg.lower()
         out = list(self.rules_for(msg))
         if self._cut_prefixes is None:
-            # Every proper prefix a keyword may be cut to, mapped to the keywords it begins.
+            # Every proper prefix a keyword may be cut to (lower-cased), and the keywords it begins.
             self._cut_prefixes = {}
-            for kw in self._rules_for:
-                for n in range(min(MIN_CUT_KEYWORD, len(kw)), len(kw)):
-                    self._cut_prefixes.setdefault(kw[:n], []).append(kw)
+            for key in self._rules_of:
+                text = key[0]
+                for n in range(min(MIN_CUT_KEYWORD, len(text)), len(text)):
+                    self._cut_prefixes.setdefault(text[:n].lower(), []).append(key)
         longest = max(map(len, self._cut_prefixes), default=0)
         cut = set()
         for n in range(1, min(longest, len(low)) + 1):
-            for kw in self._cut_prefixes.get(low[-n:], ()):
-                if len(low) != len(msg) or re.compile(bounded(kw[:n])).match(msg, len(msg) - n):
-                    cut.add(kw)
-        for kw in self._rules_for:  # in keyword order, as rules_for() answers
-            if kw in cut:
-                out.extend(r for r in self._rules_for[kw] if r not in out)
+            for text, exact in self._cut_prefixes.get(low[-n:], ()):
+                if len(low) != len(msg) or re.compile(bounded(text[:n], exact)).match(msg, len(msg) - n):
+                    cut.add((text, exact))
+        for key in sorted(cut, key=self._order.__getitem__):
+            out.extend(r for r in self._rules_of[key] if r not in out)
         return out
 
     def rules_for(self, msg: str) -> Sequence["Rule"]:
-        """Return the rules whose keywords occur in `msg` as words (case-insensitive), in rule order."""
+        """Return the rules whose keywords occur in `msg` where a word starts."""
         if self._pattern is None:
             return ()
         low = msg.lower()
         if self._pattern.search(low) is None:
             return ()
-        found = [kw for kw in dict.fromkeys(self._overlapping.findall(low))
-                 if self._bounded[kw].search(msg)]
-        if len(found) == 1:
-            return self._rules_for[found[0]]
-        out = []
-        for kw in found:
-            out.extend(r for r in self._rules_for[kw] if r not in out)
+        out, asked = [], set()
+        for found in dict.fromkeys(self._overlapping.findall(low)):
+            for key in self._inside[found]:
+                if key not in asked:
+                    asked.add(key)
+                    if self._bounded[key].search(msg):
+                        out.extend(r for r in self._rules_of[key] if r not in out)
         return out
 
 

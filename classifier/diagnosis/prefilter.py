@@ -140,19 +140,21 @@ class HyperscanFinder:
         return list(self.scan(chunk))
 
 
-def make_finder(keywords: Iterable[str], terms: Iterable["Term"] = (),
-                engine: str = "auto", far: Iterable[str] = ()) -> PurePythonFinder | HyperscanFinder:
+def make_finder(keywords: Iterable[tuple[str, bool]], terms: Iterable["Term"] = (),
+                engine: str = "auto",
+                far: Iterable[tuple[str, bool]] = ()) -> PurePythonFinder | HyperscanFinder:
     """The fastest finder available ('auto'), or the one named ('hyperscan' / 're').
 
-    It finds the lines that hold a rule keyword where a word starts (match.keyword_gate) or
-    that a vocabulary term's raw gate matches. A keyword's line brings the lines a match
-    window spans (NEAR either way), or for the keywords in `far`, which gate rules that read
-    `context`, BEFORE lines back; a failure marker's line brings AFTER lines: the message,
-    the chain and torchelastic's root-cause fields that follow it.
+    It finds the lines that hold a rule keyword, given as (text, exact case), where a word
+    starts (match.keyword_gate) or that a vocabulary term's raw gate matches. A keyword's
+    line brings the lines a match window spans (NEAR either way), or for the keywords in
+    `far`, which gate rules that read `context`, BEFORE lines back; a failure marker's line
+    brings AFTER lines: the message, the chain and torchelastic's root-cause fields after it.
     """
-    far = {kw.lower() for kw in far}
-    gates = [(kw.lower(), None, keyword_gate(kw.lower()),
-              (BEFORE if kw.lower() in far else NEAR, NEAR)) for kw in sorted(set(keywords))]
+    far = set(far)
+    gates = [(text.lower(), None, keyword_gate(text, exact),
+              (BEFORE if (text, exact) in far else NEAR, NEAR))
+             for text, exact in sorted(set(keywords))]
     for term in terms:
         for literal in term.gates:
             gates.append((literal, None, term.raw_gate, (NEAR, AFTER)))

@@ -21,7 +21,7 @@ ROLES = ("cause", "symptom")
 _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
-              "structure", "trend", "remediation", "examples"}
+              "structure", "trend", "remediation", "examples", "exact_case"}
 TREND_KINDS = ("loss_scale", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
@@ -163,6 +163,8 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
         report(where + ("priority",), "priority must be an integer")
     if "trend" in rule and rule["trend"] not in TREND_KINDS:
         report(where + ("trend",), f"trend must be one of {', '.join(TREND_KINDS)}")
+    if "exact_case" in rule and not isinstance(rule["exact_case"], bool):
+        report(where + ("exact_case",), "exact_case must be true or false")
     has_structure = "structure" in rule
     if has_structure:
         _check_structure(rule["structure"], where + ("structure",), report, lint)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 class Rule:
     """One compiled rule: keywords gate where its regexes run."""
 
-    __slots__ = ("id", "category", "title", "role", "priority", "keywords", "remediation",
+    __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "remediation",
                  "_examples", "path", "info", "_structure_data", "_structure", "trend",
                  "_sources", "_compiled")
 
@@ -24,7 +24,10 @@ class Rule:
         self.title = data["title"]
         self.role = data.get("role", "cause")
         self.priority = int(data.get("priority", 0))
-        self.keywords = tuple(k.lower() for k in data.get("keywords") or ())
+        # `exact_case: true`: the keywords are matched as written (`TIMEOUT ` in a sacct row,
+        # not `NCCL_TIMEOUT=1800`); otherwise in any case, and kept lower-cased.
+        self.exact_case = bool(data.get("exact_case"))
+        self.keywords = tuple(k if self.exact_case else k.lower() for k in data.get("keywords") or ())
         self._sources = (tuple(data.get("patterns") or ()), tuple(data.get("exclude") or ()),
                          tuple(data.get("context") or ()))
         # Conditions on an exception's type, frames and message (classifier.diagnosis.structure).
@@ -163,7 +166,7 @@ class RuleSet:
         if engine not in self._finders:
             from classifier.diagnosis.prefilter import make_finder
             from classifier.vocabulary import ALL_TERMS
-            keywords = {k for rule in self.rules for k in rule.keywords}
-            far = {k for rule in self.rules if rule.has_context for k in rule.keywords}
+            keywords = {(k, rule.exact_case) for rule in self.rules for k in rule.keywords}
+            far = {(k, rule.exact_case) for rule in self.rules if rule.has_context for k in rule.keywords}
             self._finders[engine] = make_finder(keywords, ALL_TERMS, engine, far)
         return self._finders[engine]
