@@ -60,9 +60,10 @@ SELECT_LINES = 100_000
 
 def _many_lines(path):
     """Does the plain file at `path` hold more than SELECT_LINES lines? (one fast byte pass)"""
+    from classifier.diagnosis.follow import open_log
     count = 0
     try:
-        with open(path, "rb") as fh:
+        with open_log(path) as fh:  # a growing file: up to its size now
             for block in iter(lambda: fh.read(CHUNK), b""):
                 count += block.count(b"\n")
                 if count > SELECT_LINES:
