@@ -138,12 +138,13 @@ class _Capped(_Reader):
     def close(self) -> None:
         try:
             now = os.fstat(self._fh.fileno()).st_size
-            if self._pos >= self._cap and now > self._cap and self._warnings is not None:
-                self._warnings.add("still_growing", f"{self._name}: still being written: read up "
-                                   f"to its size when opened ({self._opened:,} bytes; {now:,} now); "
-                                   f"--follow reads on as it grows")
-        finally:
-            self._fh.close()
+        except OSError:
+            now = 0  # what was read stands; only the note about growth is lost
+        if self._pos >= self._cap and now > self._cap and self._warnings is not None:
+            self._warnings.add("still_growing", f"{self._name}: still being written: read up "
+                               f"to its size when opened ({self._opened:,} bytes; {now:,} now); "
+                               f"--follow reads on as it grows")
+        self._fh.close()
 
 
 class _Followed(_Reader):
@@ -172,6 +173,7 @@ class _Followed(_Reader):
                 return b""
             if os.fstat(self._fh.fileno()).st_size < self._pos:
                 # Truncated in place (logrotate's copytruncate): what follows is another text.
+                self._cap = self._pos
                 if self._warnings is not None:
                     self._warnings.add("truncated_while_followed", f"{self._name}: truncated "
                                        f"while followed; diagnosed what was read before")

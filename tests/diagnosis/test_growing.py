@@ -174,6 +174,24 @@ def test_ctrl_c_stops_the_follow_and_diagnoses_what_was_read(tmp_path):
     assert "Traceback" not in err
 
 
+def test_a_followed_file_truncated_in_place_ends_with_a_warning(tmp_path):
+    # logrotate's copytruncate: what the file holds after the cut is another text.
+    from classifier.diagnosis.follow import Follow
+    from classifier.diagnosis.read import InputLimits
+    path = tmp_path / "job.log"
+    path.write_text(HEALTHY)
+    cutter = subprocess.Popen([sys.executable, "-c", "import os, sys, time; time.sleep(0.5); "
+                               "os.truncate(sys.argv[1], 10)", str(path)])
+    try:
+        warnings = Warnings()
+        limits = InputLimits(follow=Follow(idle=30, poll=0.05))
+        lines = [r.text for r in read_lines(str(path), warnings, limits=limits)]
+    finally:
+        cutter.wait(timeout=30)
+    assert lines == HEALTHY.splitlines()
+    assert [w["code"] for w in warnings.as_list()] == ["truncated_while_followed"]
+
+
 @pytest.mark.parametrize("args,why", [
     (["--idle", "5"], "go with --follow"),
     (["--pid", "1"], "go with --follow"),
