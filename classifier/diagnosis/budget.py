@@ -16,12 +16,14 @@ if TYPE_CHECKING:
 
 REGEX_TIMEOUT = 0.5  # seconds per search; no rule and no line may stall a diagnosis
 # Measured with benchmarks/regex_budget.py (2 shared cores): the corpus's slowest line takes
-# 5-12 ms of rule regex time, its slowest job 0.07 s, the 1 GB 256-rank log of scale.py under
-# 0.01 s (the prefilter leaves few lines): 40x and 140x below the budgets. A user pattern that
-# backtracks takes REGEX_TIMEOUT on every window of every line without them.
+# about 5 ms of rule regex time (up to 35 ms when another process takes the core), its slowest
+# job 0.06-0.1 s, the 1 GB 256-rank log of scale.py under 0.01 s (the prefilter leaves few
+# lines): the budgets sit 14x and 100x above. A user pattern that backtracks takes
+# REGEX_TIMEOUT on every window of every line without them.
 PER_LINE = 0.5
 PER_JOB = 10.0
 _NO_LINE = object()
+_monotonic = time.monotonic
 
 
 class RegexBudget:
@@ -34,10 +36,8 @@ class RegexBudget:
         self.per_job = per_job
         self.job_left = per_job
         self.line_left = per_line
-        self.spent = 0.0       # regex time of the job so far
-        self.worst_line = 0.0  # the most any one line took
+        self._worst = 0.0
         self._line = None
-        self._line_spent = 0.0
         self._job_warned = False
         self._warned_line = _NO_LINE
 
@@ -46,26 +46,37 @@ class RegexBudget:
         """Did the job's budget run out (so some lines were never matched)?"""
         return self._job_warned
 
+    @property
+    def spent(self) -> float:
+        """Seconds of regex time the job has taken."""
+        return self.per_job - self.job_left
+
+    @property
+    def worst_line(self) -> float:
+        """Seconds of regex time the slowest line took."""
+        return max(self._worst, self.per_line - self.line_left)
+
     def start(self, line: object) -> None:
         """Charge the searches that follow to `line`; a new line gets the whole per-line budget."""
         if line is not self._line:
-            self._line, self.line_left, self._line_spent = line, self.per_line, 0.0
+            self._worst = self.worst_line
+            self._line, self.line_left = line, self.per_line
 
     def search(self, pattern, text: str, **kwargs):
         """`pattern.search(text)` within what is left of the budgets; None when spent or slow."""
-        allowance = min(REGEX_TIMEOUT, self.line_left, self.job_left)
-        if allowance <= 0:
+        # Cheap on purpose: it runs for every window of every keyword line.
+        allowance = self.line_left if self.line_left < self.job_left else self.job_left
+        if allowance > REGEX_TIMEOUT:
+            allowance = REGEX_TIMEOUT
+        elif allowance <= 0:
             self._spent()
             return None
-        started = time.monotonic()
+        started = _monotonic()
         try:
             found = pattern.search(text, timeout=allowance, **kwargs)
         except TimeoutError:
             found = TimeoutError
-        took = time.monotonic() - started
-        self.spent += took
-        self._line_spent += took
-        self.worst_line = max(self.worst_line, self._line_spent)
+        took = _monotonic() - started
         self.line_left -= took
         self.job_left -= took
         if found is not TimeoutError:
