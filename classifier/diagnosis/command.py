@@ -151,7 +151,8 @@ def _check_args(args, argv):
 def _check_follow(args):
     """One line naming a misuse of --follow / --idle / --pid, or None."""
     if not args.follow:
-        return "--idle and --pid go with --follow" if args.idle is not None or args.pid else None
+        used = args.idle is not None or args.pid is not None
+        return "--idle and --pid go with --follow" if used else None
     if args.tee or not args.files or "-" in args.files:
         return "--follow reads growing log files; a pipe (stdin, --tee) is read to its end anyway"
     if args.idle is not None and not 0 <= args.idle < float("inf"):
