@@ -16,7 +16,7 @@ under --keep. The same seed gives the same inputs.
 
 --fast is the long run: small inputs (corpus logs cut to 2 KB, mutations grown to tens of KB
 at most), in process only, the Kubernetes message and the Slurm comment checked too, over N
-worker processes (~50 inputs/s per core on a shared 2-core machine). Input N of a seed is the
+worker processes (40-100 inputs/s per core on a shared 2-core machine). Input N of a seed is the
 same whatever ran before it, so a run splits into ranges (--start) and resumes where its
 progress line says; each progress line gives the counts, the rate, the failures, a worker's
 peak RSS and the slowest cases, and a failure names the --dump command that reproduces it.
@@ -246,12 +246,11 @@ def numbered_input(seed, n, logs, profile="small"):
     return make_input(random.Random(f"{seed}:{n}"), logs, profile)
 
 
-def _init_worker(max_size, keep, hang_s):
+def _init_worker(tmp, max_size, keep, hang_s):
     import signal
     from classifier.rules.load import default_rules
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent reports and stops the pool
-    tmp = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # no disk in the loop
-    fd, path = tempfile.mkstemp(prefix="dsdiag-fuzz-", suffix=".log", dir=tmp)
+    fd, path = tempfile.mkstemp(suffix=".log", dir=tmp)
     os.close(fd)
     _worker.update(logs=corpus_logs(max_size), rules=default_rules(), path=Path(path),
                    keep=keep, hang_s=hang_s)
@@ -297,6 +296,11 @@ def run_fast(seed, start, inputs, workers, max_size=SMALL_SIZE, keep=None, progr
     failures, the peak RSS of a worker, the slowest cases, and where a stopped run resumes.
     """
     import multiprocessing
+    import signal
+
+    def stop(_signum, _frame):
+        raise KeyboardInterrupt  # a killed run still reports where to resume, and cleans up
+    previous = signal.signal(signal.SIGTERM, stop)
     jobs = [(seed, b, min(BATCH, start + inputs - b)) for b in range(start, start + inputs, BATCH)]
     done, size, failures, slowest, rss = 0, 0, [], [], 0.0
     finished = set()
@@ -314,7 +318,9 @@ def run_fast(seed, start, inputs, workers, max_size=SMALL_SIZE, keep=None, progr
                                          for sec, sz, name, n in reversed(slowest)))
 
     ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    with ctx.Pool(workers, _init_worker, (max_size, keep, hang_s)) as pool:
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # no disk in the loop
+    with tempfile.TemporaryDirectory(prefix="dsdiag-fuzz-", dir=shm) as tmp, \
+            ctx.Pool(workers, _init_worker, (tmp, max_size, keep, hang_s)) as pool:
         try:
             for b, count, nbytes, fails, slow, peak in pool.imap_unordered(_run_batch, jobs):
                 finished.add(b)
@@ -330,6 +336,8 @@ def run_fast(seed, start, inputs, workers, max_size=SMALL_SIZE, keep=None, progr
         except KeyboardInterrupt:
             pool.terminate()
             report("interrupted")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     summary()
     return failures
 
