@@ -1,5 +1,6 @@
 """The CI slice of benchmarks/fuzz.py: a fixed seed, 200 inputs in process and 20 through the
-CLI, every invariant held (no exception, strict JSON in any locale, a documented exit code)."""
+CLI, every invariant held (no exception, strict JSON in any locale, a documented exit code),
+and a slice of the fast mode over two worker processes."""
 
 import sys
 
@@ -23,3 +24,19 @@ def test_the_same_seed_makes_the_same_inputs():
     first = [fuzz.make_input(random.Random(7), logs) for _ in range(1)]
     again = [fuzz.make_input(random.Random(7), logs) for _ in range(1)]
     assert first == again and first[0][1]
+
+
+def test_the_fast_mode_checks_numbered_inputs_over_workers():
+    lines = []
+    failures = fuzz.run_fast(seed=16, start=1000, inputs=60, workers=2, progress=1e9,
+                             report=lines.append)
+    assert not failures, "\n".join(lines)
+    assert lines[-2].startswith("seed 16: 60 of 60 inputs") and "--start 1060" in lines[-2]
+
+
+def test_a_numbered_input_is_the_same_whatever_ran_before_it():
+    logs = fuzz.corpus_logs(fuzz.SMALL_SIZE)
+    later = fuzz.numbered_input(7, 41, logs)
+    for n in range(5):
+        fuzz.numbered_input(7, n, logs)
+    assert fuzz.numbered_input(7, 41, logs) == later != fuzz.numbered_input(7, 42, logs)

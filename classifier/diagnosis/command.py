@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 
+from classifier.diagnosis.follow import IDLE
 from classifier.render import FORMATS
 
 EXIT_FOUND, EXIT_NOTHING, EXIT_ERROR = 0, 1, 2
@@ -76,6 +77,16 @@ def _parser(subcommands=()):
     p.add_argument("--max-decompressed", metavar="SIZE",
                    help="stop reading a compressed file after SIZE decompressed bytes (e.g. 4G; "
                         "default 16G; env DSDIAG_MAX_DECOMPRESSED)")
+    p.add_argument("--follow", action="store_true",
+                   help="read the log files on as they grow (tail -f), then diagnose once none "
+                        "has grown for --idle seconds, --pid has exited, or at Ctrl-C / SIGTERM; "
+                        "without it a file still being written is read up to its size at open")
+    p.add_argument("--idle", type=float, metavar="SECONDS",
+                   help=f"with --follow: stop after this many seconds without growth "
+                        f"(default {IDLE:g}, none with --pid; 0: never stop for quiet)")
+    p.add_argument("--pid", type=int, metavar="PID",
+                   help="with --follow: stop once process PID (the training's launcher) has exited, "
+                        "as tail --pid does")
     p.add_argument("--no-redact", action="store_true",
                    help="do not mask tokens, keys and passwords in the report (any format)")
     p.add_argument("--version", action="store_true",
@@ -125,6 +136,9 @@ def _check_args(args, argv):
         args.limits = InputLimits.from_env(args.max_ratio, args.max_decompressed)
     except ValueError as exc:
         return f"--max-ratio / --max-decompressed (or DSDIAG_MAX_*): {exc}"
+    problem = _check_follow(args)
+    if problem:
+        return problem
     if args.k8s_termination_log:
         from classifier.integrations.k8s import check_path
         # Only `--k8s-termination-log FILE` (space form) can have swallowed a log file name.
@@ -132,6 +146,30 @@ def _check_args(args, argv):
             argv[argv.index(K8S_OPTION) + 1] == args.k8s_termination_log
         return check_path(args.k8s_termination_log, spaced)
     return None
+
+
+def _check_follow(args):
+    """One line naming a misuse of --follow / --idle / --pid, or None."""
+    if not args.follow:
+        used = args.idle is not None or args.pid is not None
+        return "--idle and --pid go with --follow" if used else None
+    if args.tee or not args.files or "-" in args.files:
+        return "--follow reads growing log files; a pipe (stdin, --tee) is read to its end anyway"
+    if args.idle is not None and not 0 <= args.idle < float("inf"):
+        return f"--idle {args.idle:g}: give a number of seconds >= 0"
+    if args.pid is not None and args.pid <= 0:
+        return f"--pid {args.pid}: not a process id"
+    return None
+
+
+def _follow(args, files):
+    """The Follow of --follow for these files (classifier/diagnosis/follow.py)."""
+    from classifier.diagnosis.follow import Follow, pid_alive
+    if args.pid is not None and not pid_alive(args.pid):
+        sys.stderr.write(f"dsdiag: warning: process {args.pid} is not running; the files are "
+                         f"read to their current end\n")
+    idle = args.idle if args.idle is not None else 0 if args.pid is not None else IDLE
+    return Follow(idle, args.pid, watch=files)
 
 
 def _drop_missing(paths):
@@ -275,8 +313,15 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
         try:
             files = _expand_job_dirs(paths)
             _warn_if_several_jobs(files)
-            result = diagnose_job(files, rules, redact=not args.no_redact,
-                                  limits=args.limits)
+            if args.follow:
+                import dataclasses
+                follow = _follow(args, files)
+                with follow.on_signals():
+                    result = diagnose_job(files, rules, redact=not args.no_redact,
+                                          limits=dataclasses.replace(args.limits, follow=follow))
+            else:
+                result = diagnose_job(files, rules, redact=not args.no_redact,
+                                      limits=args.limits)
         except InputError as exc:
             return _error(f"cannot read {exc}")
     try:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from classifier import confidence as confidence_levels
 from classifier import taxonomy
 from classifier.ranks import rank_from_path
+from classifier.diagnosis.budget import RegexBudget
 from classifier.diagnosis.culprit import CulpritWitness
 from classifier.diagnosis.flightrec import dump_files, last_entered
 from classifier.diagnosis.match import scan
@@ -105,6 +106,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     deferred = DeferredHits()
     witness = CulpritWitness()
     ranks_seen = set()
+    budget = RegexBudget(warnings)  # the job's regex time, over all its files
 
     def on_line(line):
         signals.feed(line)
@@ -120,7 +122,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
                                                           limits),
                                                index=i, file_rank=file_rank))
-            for hit in scan(lines, index, on_line, warnings):
+            for hit in scan(lines, index, on_line, warnings, budget):
                 if not deferred.offer(hit):
                     collector.add(hit)
         except (OSError, InputError) as exc:  # refused once opened (a socket, a lost mount)
@@ -152,6 +154,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         guess = _model_guess(region, rules) if signals.failed and use_model and not outside else None
         result.update(guess or _no_rule_result(signals, unexplained, records))
         _judge_what_was_read(result, signals, warnings)
+        if budget.exhausted and result["category"] == taxonomy.NONE:  # some lines never matched
+            result["confidence"] = min(result["confidence"], confidence_levels.DOUBTFUL_NONE)
     else:
         groups = group_by_category(collector.hits, winner)
         main, rule = _finding(groups[0][0], groups[0][1], ranks_seen, signals.bf16_run)

@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from classifier.diagnosis.budget import RegexBudget
+
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
     from classifier.diagnosis.read import Warnings
     from classifier.rules.model import Rule
 
-REGEX_TIMEOUT = 0.5  # seconds per search; no rule and no line may stall a diagnosis
 CONTEXT_LINES = 50
 MIN_CUT = 24          # characters a partial match at a cut end must cover
 MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too little
@@ -173,22 +174,13 @@ class KeywordIndex:
         return out
 
 
-def _search(pattern, text, warnings=None):
-    try:
-        return pattern.search(text, timeout=REGEX_TIMEOUT)
-    except TimeoutError:
-        if warnings is not None:
-            warnings.add("regex_timeout", f"a rule pattern ran past {REGEX_TIMEOUT}s and was "
-                                          f"skipped on one line: {pattern.pattern[:80]}")
-        return None
-
-
-def _window_match(rule, buf, i, warnings=None):
+def _window_match(rule, buf, i, budget):
     """Try the rule's patterns on windows around buf[i]; return (lines, match, text) or None.
 
     Patterns are the outer loop: a rule lists its richest pattern first, and that pattern
     gets every window before a shorter fallback may match the single line.
     """
+    budget.start(buf[i])  # this line's searches, its exclusions and context share one budget
     n = len(buf)
     windows = []
     for lo, hi in _WINDOWS:
@@ -198,7 +190,7 @@ def _window_match(rule, buf, i, warnings=None):
             windows.append((lines, " ".join(line.msg for line in lines)))
     for pattern in rule.patterns:
         for lines, text in windows:
-            m = _search(pattern, text, warnings)
+            m = budget.search(pattern, text)
             if m is None:
                 continue
             # Which of the joined lines does the match span?
@@ -212,21 +204,25 @@ def _window_match(rule, buf, i, warnings=None):
     return None
 
 
-def _excluded(rule, text, warnings):
-    return any(_search(p, text, warnings) for p in rule.exclude)
+def _excluded(rule, text, budget):
+    return any(budget.search(p, text) for p in rule.exclude)
 
 
-def _has_context(rule, buf, i, warnings):
+def _has_context(rule, buf, i, budget):
     for k in range(max(0, i - CONTEXT_LINES), i + 1):
-        if any(_search(p, buf[k].msg, warnings) for p in rule.context):
+        if any(budget.search(p, buf[k].msg) for p in rule.context):
             return True
     return False
 
 
 def scan(lines: Iterable["Line"], index: KeywordIndex,
          on_line: Callable[["Line"], None] | None = None,
-         warnings: "Warnings | None" = None) -> Iterator[Hit]:
-    """Yield Hits for an iterable of Lines of one input; `on_line` sees every line once."""
+         warnings: "Warnings | None" = None, budget: RegexBudget | None = None) -> Iterator[Hit]:
+    """Yield Hits for an iterable of Lines of one input; `on_line` sees every line once.
+
+    `budget` bounds the regex time (classifier/diagnosis/budget.py): pass one per job.
+    """
+    budget = budget if budget is not None else RegexBudget(warnings)
     buf = deque()
     seen = set()
     keep = CONTEXT_LINES + 1 + _AHEAD
@@ -236,7 +232,7 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
         if _CODE_LINE.match(line.msg):
             return
         for rule in index.rules_for(line.msg):
-            found = _window_match(rule, buf, i, warnings)
+            found = _window_match(rule, buf, i, budget)
             if found is None:
                 continue
             span, m, text = found
@@ -245,9 +241,9 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             key = (rule.id, span[0].source, span[0].lineno)
             if key in seen:
                 continue
-            if rule.exclude and _excluded(rule, text, warnings):
+            if rule.exclude and _excluded(rule, text, budget):
                 continue
-            if rule.context and not _has_context(rule, buf, i, warnings):
+            if rule.context and not _has_context(rule, buf, i, budget):
                 continue
             seen.add(key)
             facts = {k: v.strip() for k, v in m.groupdict().items() if v and v.strip()}
@@ -273,11 +269,11 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
         yield from process(i)
     if buf:
-        yield from _cut_at_end(buf[-1], index, seen, warnings)
+        yield from _cut_at_end(buf[-1], index, seen, budget)
 
 
 def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
-                warnings: "Warnings | None") -> Iterator[Hit]:
+                budget: RegexBudget) -> Iterator[Hit]:
     """Hits on the input's very last line when it stops mid-message.
 
     A paste cut at `... Some NCCL operations have failed or timed ou` still names its failure:
@@ -289,17 +285,15 @@ def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
     # well be complete.
     if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalpha():
         return
+    budget.start(line)
     for rule in index.rules_cut_at_end(line.msg):
         if (rule.id, line.source, line.lineno) in seen:
             continue
         for pattern in rule.patterns:
-            try:
-                m = pattern.search(line.msg, partial=True, timeout=REGEX_TIMEOUT)
-            except TimeoutError:
-                m = None
+            m = budget.search(pattern, line.msg, partial=True)
             if m is None or not m.partial or m.end() - m.start() < MIN_CUT:
                 continue
-            if m.end() != len(line.msg) or (rule.exclude and _excluded(rule, line.msg, warnings)):
+            if m.end() != len(line.msg) or (rule.exclude and _excluded(rule, line.msg, budget)):
                 continue
             facts = {k: v.strip() for k, v in m.groupdict().items()
                      if v and v.strip() and m.end(k) < m.end()}

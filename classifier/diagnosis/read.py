@@ -17,6 +17,8 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from classifier.diagnosis.follow import Follow, open_log
+
 CHUNK = 1 << 20
 MAX_LINE = 64 * 1024
 
@@ -58,10 +60,12 @@ _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 @dataclass(frozen=True, slots=True)
 class InputLimits:
-    """How far one compressed input may inflate before the reader stops with a warning."""
+    """How far the reader goes: how far a compressed input may inflate before it stops with a
+    warning, and whether a growing file is read to its size at open or followed (--follow)."""
 
     max_ratio: float = MAX_RATIO
     max_decompressed: int = MAX_DECOMPRESSED
+    follow: Follow | None = None
 
     @classmethod
     def from_env(cls, ratio: str | None = None, size: str | None = None) -> "InputLimits":
@@ -163,12 +167,6 @@ def check_readable(path: str) -> None:
             raise PermissionError(13, "Permission denied")
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
-
-
-def _open_binary(path):
-    if path == "-":
-        return sys.stdin.buffer
-    return open(path, "rb")
 
 
 def _sniff(head):
@@ -286,7 +284,7 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
     on one that inflates past `limits` (then the bytes before the limit are what is read)."""
     limits = limits or InputLimits()
     try:
-        raw = _open_binary(path)
+        raw = sys.stdin.buffer if path == "-" else open_log(path, warnings, limits.follow)
         head = raw.read(6)
     except OSError as exc:
         # Opened but unreadable (EIO, a vanished mount): nothing to diagnose at all.

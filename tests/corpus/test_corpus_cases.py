@@ -22,6 +22,8 @@ def _param(log, meta):
 @pytest.mark.parametrize("log,meta", [_param(*c) for c in CASES])
 def test_corpus_case(log, meta):
     d = diagnose_job([str(log)], default_rules())
+    # The regex budget (classifier/diagnosis/budget.py) is a backstop real logs never reach.
+    assert not {w["code"] for w in d["warnings"]} & {"regex_budget", "regex_line_budget"}
     # The category is the contract; whether the evidence hits the labelled lines is a score
     # (`dsdiag eval` reports the hit rate) — labellers mark different lines of one cascade.
     assert d["category"] == meta["label"], (d["rule"], d["evidence"][:1])
