@@ -7,6 +7,7 @@ import pytest
 from classifier import vocabulary
 from classifier.corpus.evaluate import find_cases
 from classifier.diagnosis.diagnose import diagnose_job
+from classifier.diagnosis.match import bounded
 from classifier.diagnosis.normalize import normalize
 from classifier.diagnosis.read import RawLine, Warnings, read_lines
 from classifier.rules.examples import example_cases
@@ -18,8 +19,13 @@ _TERMS = [(t, re.compile(t.pattern)) for t in vocabulary.ALL_TERMS]
 
 
 def _used(msg):
-    """Would a signal or a rule look at this normalised line?"""
-    return any(rx.search(msg) for _, rx in _TERMS) or bool(RULES.keyword_index().rules_for(msg))
+    """Would a signal or a rule look at this normalised line on its own (not as a neighbour)?"""
+    if any(rx.search(msg) for _, rx in _TERMS):
+        return True
+    # A rule whose `select` names some keywords reads the others' lines only as neighbours.
+    return any(not rule.select.get("keywords") or any(
+        re.search(bounded(k if rule.exact_case else k.lower(), rule.exact_case), msg)
+        for k in rule.select["keywords"]) for rule in RULES.keyword_index().rules_for(msg))
 
 
 def _selected_linenos(data, finder):

@@ -140,21 +140,20 @@ class HyperscanFinder:
         return list(self.scan(chunk))
 
 
-def make_finder(keywords: Iterable[tuple[str, bool]], terms: Iterable["Term"] = (),
-                engine: str = "auto",
-                far: Iterable[tuple[str, bool]] = ()) -> PurePythonFinder | HyperscanFinder:
+def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),
+                engine: str = "auto") -> PurePythonFinder | HyperscanFinder:
     """The fastest finder available ('auto'), or the one named ('hyperscan' / 're').
 
-    It finds the lines that hold a rule keyword, given as (text, exact case), where a word
-    starts (match.keyword_gate) or that a vocabulary term's raw gate matches. A keyword's
-    line brings the lines a match window spans (NEAR either way), or for the keywords in
-    `far`, which gate rules that read `context`, BEFORE lines back; a failure marker's line
-    brings AFTER lines: the message, the chain and torchelastic's root-cause fields after it.
+    It finds the lines that hold a rule keyword where a word starts (match.keyword_gate) or
+    that a vocabulary term's raw gate matches. A keyword is (text, exact case) or (text,
+    exact case, lines before, lines after): what its line brings; by default the lines a
+    match window spans, NEAR either way. A failure marker's line brings AFTER lines: the
+    message, the chain and torchelastic's root-cause fields after it.
     """
-    far = set(far)
-    gates = [(text.lower(), None, keyword_gate(text, exact),
-              (BEFORE if (text, exact) in far else NEAR, NEAR))
-             for text, exact in sorted(set(keywords))]
+    gates = []
+    for spec in sorted(set(keywords)):
+        text, exact, before, after = spec if len(spec) == 4 else (*spec, NEAR, NEAR)
+        gates.append((text.lower(), None, keyword_gate(text, exact), (before, after)))
     for term in terms:
         for literal in term.gates:
             gates.append((literal, None, term.raw_gate, (NEAR, AFTER)))

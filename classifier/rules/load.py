@@ -21,7 +21,7 @@ ROLES = ("cause", "symptom")
 _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
-              "structure", "trend", "remediation", "examples", "exact_case"}
+              "structure", "trend", "remediation", "examples", "exact_case", "select"}
 TREND_KINDS = ("loss_scale", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
@@ -165,6 +165,8 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
         report(where + ("trend",), f"trend must be one of {', '.join(TREND_KINDS)}")
     if "exact_case" in rule and not isinstance(rule["exact_case"], bool):
         report(where + ("exact_case",), "exact_case must be true or false")
+    if "select" in rule:
+        _check_select(rule, where + ("select",), report)
     has_structure = "structure" in rule
     if has_structure:
         _check_structure(rule["structure"], where + ("structure",), report, lint)
@@ -306,6 +308,20 @@ def _from_cache(directory, files, key):
     except (TypeError, ValueError, KeyError):
         return None
     return [(directory / name, data) for name, data in entries]
+
+
+def _check_select(rule: dict, where: tuple, report) -> None:
+    """`select:` names some of the rule's own keywords and a number of lines after them."""
+    select = rule["select"]
+    if not isinstance(select, dict) or set(select) - {"keywords", "after"}:
+        report(where, "select must be a mapping of `keywords` and/or `after`")
+        return
+    if "keywords" in select and not (_is_str_list(select["keywords"], 1)
+                                     and set(select["keywords"]) <= set(rule.get("keywords") or ())):
+        report(where + ("keywords",), "select.keywords must be some of the rule's keywords")
+    after = select.get("after", 0)
+    if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= 200:
+        report(where + ("after",), "select.after must be a number of lines from 0 to 200")
 
 
 def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: bool = False,

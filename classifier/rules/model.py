@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 class Rule:
     """One compiled rule: keywords gate where its regexes run."""
 
-    __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "remediation",
+    __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "select",
+                 "remediation",
                  "_examples", "path", "info", "_structure_data", "_structure", "trend",
                  "_sources", "_compiled")
 
@@ -28,6 +29,9 @@ class Rule:
         # not `NCCL_TIMEOUT=1800`); otherwise in any case, and kept lower-cased.
         self.exact_case = bool(data.get("exact_case"))
         self.keywords = tuple(k if self.exact_case else k.lower() for k in data.get("keywords") or ())
+        # For the big-log prefilter: which keywords pick a line, and how many lines after it
+        # the rule reads (a trend that waits for the failure ending a storm).
+        self.select = data.get("select") or {}
         self._sources = (tuple(data.get("patterns") or ()), tuple(data.get("exclude") or ()),
                          tuple(data.get("context") or ()))
         # Conditions on an exception's type, frames and message (classifier.diagnosis.structure).
@@ -166,7 +170,14 @@ class RuleSet:
         if engine not in self._finders:
             from classifier.diagnosis.prefilter import make_finder
             from classifier.vocabulary import ALL_TERMS
-            keywords = {(k, rule.exact_case) for rule in self.rules for k in rule.keywords}
-            far = {(k, rule.exact_case) for rule in self.rules if rule.has_context for k in rule.keywords}
-            self._finders[engine] = make_finder(keywords, ALL_TERMS, engine, far)
+            from classifier.diagnosis.prefilter import BEFORE, NEAR
+            keywords = set()
+            for rule in self.rules:
+                # A rule with `context` reads BEFORE lines back; `select` may narrow which
+                # keywords pick a line and say how far after it the rule reads on.
+                before = BEFORE if rule.has_context else NEAR
+                after = max(NEAR, rule.select.get("after", 0))
+                for k in rule.select.get("keywords", rule.keywords):
+                    keywords.add((k if rule.exact_case else k.lower(), rule.exact_case, before, after))
+            self._finders[engine] = make_finder(keywords, ALL_TERMS, engine)
         return self._finders[engine]

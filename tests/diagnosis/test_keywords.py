@@ -84,3 +84,16 @@ def test_exact_case_must_be_a_boolean(tmp_path):
     (tmp_path / "op_build_error.yaml").write_text(RULE_FILE.replace("exact_case: true", "exact_case: yes please"))
     with pytest.raises(RuleError, match="exact_case"):
         load_rules([tmp_path])
+
+
+@pytest.mark.parametrize("select,problem", [
+    ('select: {keywords: ["nope"]}', "select.keywords"),
+    ("select: {after: 500}", "select.after"),
+    ("select: [1, 2]", "select must be a mapping"),
+])
+def test_select_names_the_rules_own_keywords_and_a_bounded_reach(tmp_path, select, problem):
+    from classifier.rules.load import RuleError
+    bad = RULE_FILE.replace("    exact_case: true\n", f"    exact_case: true\n    {select}\n")
+    (tmp_path / "op_build_error.yaml").write_text(bad)
+    with pytest.raises(RuleError, match=problem):
+        load_rules([tmp_path])

@@ -184,3 +184,20 @@ def test_the_prefilter_decides_every_corpus_case_as_the_full_read_does(monkeypat
         if _essence(full) != _essence(fast):
             differ.append((log.name, _essence(full)[:2], _essence(fast)[:2]))
     assert checked > 800 and not differ, differ[:5]
+
+
+@pytest.mark.parametrize("warn_after", [5, 45, 80])
+def test_a_retry_storm_and_its_warn_are_read_as_a_full_read_does(tmp_path, warn_after):
+    # connect_retry_storm selects on its retries and reads 51 lines on: the WARN that ends a
+    # storm is there; healthy NCCL WARN lines elsewhere are not selected, and need not be.
+    retry = "node1:2011:2011 [0] NCCL INFO Call to connect returned Connection refused, retrying"
+    warn = "node1:2011:2011 [0] misc/socket.cc:538 NCCL WARN Net : Connect to 10.1.2.3<41291> failed"
+    healthy = list(healthy_lines(8000, seed=9, tricky=False))
+    lines = healthy[:3000] + [warn] + healthy[3000:5000] + [retry] * 6 + healthy[5000:5000 + warn_after]
+    lines += [warn] + healthy[5000 + warn_after:]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    full = diagnose_job([str(log)], select=False)
+    assert diagnose_job([str(log)], select="hyperscan") == full
+    assert diagnose_job([str(log)], select="re") == full
+    assert (full["category"] == "nccl_network") is (warn_after <= 50), full["category"]
