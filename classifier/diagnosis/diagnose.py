@@ -60,7 +60,11 @@ def _raw_lines(path, warnings, rules, chunk_size, select, limits):
     if select is False:
         return read_lines(path, warnings, chunk_size or CHUNK, limits)
     from classifier.diagnosis.prefilter import BIG_CHUNK, select_lines
-    finder = rules.finder(select if isinstance(select, str) else "auto")
+    engine = select if isinstance(select, str) else "auto"
+
+    def finder():  # built only for an input longer than the prefilter's head and tail
+        return rules.finder(engine)
+
     return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK, limits),
                         display_name(path), warnings, finder)
 

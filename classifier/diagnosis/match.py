@@ -120,13 +120,14 @@ class KeywordIndex:
         for rule in rules:
             for kw in rule.keywords:
                 self._rules_of.setdefault((kw, rule.exact_case), []).append(rule)
-        self._bounded = {key: re.compile(bounded(*key)) for key in self._rules_of}
+        # Compiled on first use (an ordinary log meets a handful of the ~500 keywords).
+        self._bounded = {}
         lows = sorted({text.lower() for text, _ in self._rules_of}, key=len, reverse=True)
         # Longest-first alternation can shadow a shorter keyword inside a longer one, so each
-        # keyword found also asks every keyword inside it, longest first.
-        keys = sorted(self._rules_of, key=lambda key: -len(key[0]))  # ties: in rule order
-        self._order = {key: i for i, key in enumerate(keys)}
-        self._inside = {low: [key for key in keys if key[0].lower() in low] for low in lows}
+        # keyword found also asks every keyword inside it, longest first (_inside()).
+        self._keys = sorted(self._rules_of, key=lambda key: -len(key[0]))  # ties: rule order
+        self._order = {key: i for i, key in enumerate(self._keys)}
+        self._inside_of = {}
         # The plain trie answers "any keyword here?" fast for the many lines without one; the
         # lookahead form then finds a keyword at every position, so one keyword overlapping
         # the end of another (not inside it) is still seen. Both find substrings in any case;
@@ -166,12 +167,24 @@ class KeywordIndex:
             return ()
         out, asked = [], set()
         for found in dict.fromkeys(self._overlapping.findall(low)):
-            for key in self._inside[found]:
+            for key in self._inside(found):
                 if key not in asked:
                     asked.add(key)
-                    if self._bounded[key].search(msg):
+                    if self._word_start(key).search(msg):
                         out.extend(r for r in self._rules_of[key] if r not in out)
         return out
+
+    def _inside(self, found: str) -> list:
+        keys = self._inside_of.get(found)
+        if keys is None:
+            keys = self._inside_of[found] = [k for k in self._keys if k[0].lower() in found]
+        return keys
+
+    def _word_start(self, key: tuple) -> "re.Pattern":
+        pattern = self._bounded.get(key)
+        if pattern is None:
+            pattern = self._bounded[key] = re.compile(bounded(*key))
+        return pattern
 
 
 def _window_match(rule, buf, i, budget):

@@ -1,33 +1,26 @@
-"""Stage 1b, for big inputs: pick the lines worth normalising, at grep speed.
+"""Stage 1b, for every input: pick the lines worth normalising, at grep speed.
 
-A gigabyte job log is almost all healthy chatter. Instead of normalising every line, one pass
-over large chunks finds the lines that hold a rule keyword or a failure/success marker, and
-only those lines — with the neighbours a rule may look at (the windows and `context`) — plus
-the head (where every rank announces itself) and the tail (where the failure region is) go
-on down the pipeline. The literal search is Hyperscan where its wheel is installed and a
-trie-shaped `re` alternation otherwise; both select exactly the same lines.
+A job log is almost all healthy chatter. Instead of normalising every line, one pass over
+large chunks finds the lines that hold a rule keyword or a failure/success marker
+(finder.py), and only those lines — with the neighbours their readers may look at — plus the
+head (where every rank announces itself) and the tail (where the failure region is) go on
+down the pipeline. A log no longer than the head and tail together is read whole.
 """
 
 import itertools
 import os
-import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from classifier.diagnosis.match import CONTEXT_LINES, keyword_gate, trie_regex
+from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
-from classifier.vocabulary import ROOT_FIELD_LINES
 
 if TYPE_CHECKING:
     from classifier.diagnosis.read import Warnings
-    from classifier.vocabulary import Term
 
-BIG_CHUNK = 4 << 20         # big enough that per-chunk work vanishes, small for memory
+BIG_CHUNK = 1 << 20         # big enough that per-chunk work vanishes, small for memory
 SCANNERS = 2                 # threads searching chunks ahead (Hyperscan only)
-NEAR = 2                     # a match window reaches two lines back
-BEFORE = CONTEXT_LINES + NEAR  # ... and a rule with `context` looks 50 lines further back
-AFTER = max(10, ROOT_FIELD_LINES)  # after a failure marker: its message, chain, root-cause fields
 HEAD = 2000                  # every rank's start-up lines: who took part in the job
 TAIL = 200                   # the failure region
 # Lines of one input that go on to normalisation and the rules. A real job log, however big,
@@ -35,138 +28,6 @@ TAIL = 200                   # the failure region
 # thousands); past this many the input is a storm of one message (34 M lines of `exit`), each
 # line costs ~20 us downstream, and only the tail is read on, with a warning.
 SELECT_BUDGET = 250_000
-
-Reach = tuple[int, int]  # lines a selected line brings before and after it
-# (literal hint, hint pattern, gate, reach): what a finder looks for, and how much around a
-# line it finds the readers downstream may look at.
-Gate = tuple[str | None, str | None, str, Reach]
-
-
-def _widest(a: Reach | None, b: Reach) -> Reach:
-    return b if a is None else (max(a[0], b[0]), max(a[1], b[1]))
-
-
-class PurePythonFinder:
-    """Line starts of lines a gate matches: a trie of literals, then each gate it points to."""
-
-    name = "re"
-    parallel = False  # `re` holds the GIL: threads would only take turns
-
-    def __init__(self, gates: Iterable[Gate]) -> None:
-        import re
-        # The hints (a literal, or a pattern) are cheap and case-insensitive, and every line
-        # a gate matches holds its hint; the gate then decides.
-        by_literal, self._patterns = {}, []
-        for literal, pattern, gate, reach in gates:
-            compiled = (re.compile(gate.encode("utf-8"), re.M), reach)
-            if literal is not None:
-                by_literal.setdefault(literal.encode("utf-8"), []).append(compiled)
-            else:
-                self._patterns.append((re.compile(pattern.encode("utf-8")), compiled))
-        self._gates = by_literal
-        trie = trie_regex(sorted(lit.decode("utf-8") for lit in by_literal)).encode("utf-8")
-        hints = [trie] + [p.pattern for p, _ in self._patterns]
-        self._hint = re.compile(b"|".join(hints))
-        self._literals = re.compile(b"(?=(" + trie + b"))")
-
-    def _reach(self, line: bytes, low: bytes) -> Reach | None:
-        found = [g for literal in dict.fromkeys(self._literals.findall(low))
-                 for g in self._gates[literal]]
-        found += [g for p, g in self._patterns if p.search(low)]
-        reach = None
-        for gate, gate_reach in found:
-            if reach != _widest(reach, gate_reach) and gate.search(line):
-                reach = _widest(reach, gate_reach)
-        return reach
-
-    def scan(self, chunk: bytes) -> dict[int, Reach]:
-        """The starts of the lines in `chunk` a gate matches, in order, with their reach."""
-        low = chunk.lower()
-        out, last = {}, -1
-        for m in self._hint.finditer(low):
-            start = low.rfind(b"\n", 0, m.start()) + 1
-            if start == last:
-                continue
-            last = start
-            end = low.find(b"\n", m.end())
-            end = len(low) if end < 0 else end
-            reach = self._reach(chunk[start:end], low[start:end])
-            if reach is not None:
-                out[start] = reach
-        return out
-
-    def line_starts(self, chunk: bytes) -> list[int]:
-        """Sorted offsets of the starts of lines in `chunk` that a gate matches."""
-        return list(self.scan(chunk))
-
-
-class HyperscanFinder:
-    """The same line starts, from Hyperscan's matcher (every gate in one pass)."""
-
-    name = "hyperscan"
-    parallel = True
-
-    def __init__(self, gates: Iterable[Gate]) -> None:
-        import hyperscan
-        reach = {}
-        for _, _, gate, gate_reach in gates:
-            reach[gate] = _widest(reach.get(gate), gate_reach)
-        self._reach = list(reach.values())  # by expression id
-        expressions = [g.encode("utf-8") for g in reach]
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._db.compile(expressions=expressions, ids=list(range(len(expressions))),
-                         elements=len(expressions),
-                         flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
-        self._scratch = threading.local()  # a scan's scratch space is its thread's own
-        self._new_scratch = lambda: hyperscan.Scratch(self._db)
-
-    def scan(self, chunk: bytes) -> dict[int, Reach]:
-        """The starts of the lines in `chunk` a gate matches, in order, with their reach."""
-        found = []
-        scratch = getattr(self._scratch, "space", None)
-        if scratch is None:
-            scratch = self._scratch.space = self._new_scratch()
-        self._db.scan(chunk, match_event_handler=lambda gate_id, _from, to, _flags, _ctx:
-                      found.append((to, gate_id)), scratch=scratch)
-        out, rfind, reach = {}, chunk.rfind, self._reach
-        for to, gate_id in found:
-            # A gate may end on the newline after its line (`[^A-Za-z0-9]`): look before it.
-            start = rfind(b"\n", 0, to - 1) + 1
-            out[start] = _widest(out.get(start), reach[gate_id])
-        return dict(sorted(out.items()))
-
-    def line_starts(self, chunk: bytes) -> list[int]:
-        """Sorted offsets of the starts of lines in `chunk` that a gate matches."""
-        return list(self.scan(chunk))
-
-
-def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),
-                engine: str = "auto") -> PurePythonFinder | HyperscanFinder:
-    """The fastest finder available ('auto'), or the one named ('hyperscan' / 're').
-
-    It finds the lines that hold a rule keyword where a word starts (match.keyword_gate) or
-    that a vocabulary term's raw gate matches. A keyword is (text, exact case) or (text,
-    exact case, lines before, lines after): what its line brings; by default the lines a
-    match window spans, NEAR either way. A failure marker's line brings AFTER lines: the
-    message, the chain and torchelastic's root-cause fields after it.
-    """
-    gates = []
-    for spec in sorted(set(keywords)):
-        text, exact, before, after = spec if len(spec) == 4 else (*spec, NEAR, NEAR)
-        gates.append((text.lower(), None, keyword_gate(text, exact), (before, after)))
-    for term in terms:
-        for literal in term.gates:
-            gates.append((literal, None, term.raw_gate, (NEAR, AFTER)))
-        if term.gate_pattern:
-            gates.append((None, term.gate_pattern, term.raw_gate, (NEAR, AFTER)))
-    if engine in ("auto", "hyperscan"):
-        try:
-            return HyperscanFinder(gates)
-        except ImportError:
-            if engine == "hyperscan":
-                raise
-    return PurePythonFinder(gates)
-
 
 def _line_spans(chunk, start, count, forward):
     """Offsets (start, end) of `count` lines from the line starting at `start`, either way."""
@@ -218,7 +79,7 @@ class _Selector:
         self.budget -= 1
         return RawLine(self.source, lineno, decode_line(data, self.source, self.warnings))
 
-    def chunk(self, chunk, found, last=False):
+    def chunk(self, chunk, found, last=False, total=None):
         """Yield the selected RawLines of a chunk that ends with a newline.
 
         The lines are walked once, in order, from each selected line's window to the next:
@@ -249,7 +110,7 @@ class _Selector:
                 for lineno, data in list(self.recent)[-(reach - first):]:
                     if lineno > self.emitted:
                         yield self._line(lineno, data)
-        total = chunk.count(b"\n")
+        total = chunk.count(b"\n") if total is None else total
         walk = [0, 0]  # local index of the first line not yet walked, and its byte offset
 
         def forward(count):
@@ -280,7 +141,6 @@ class _Selector:
                 walk[:] = k - reach, pos
             yield from forward(k + after + 1 - walk[0])
             self.owed = max(self.owed, k + after + 1 - total)
-        total = chunk.count(b"\n")
         tail_spans = _line_spans(chunk, len(chunk), min(total, self.recent.maxlen), False)
         first_tail = self.base + total - len(tail_spans) + 1
         for k, (s, e) in enumerate(tail_spans):
@@ -296,46 +156,58 @@ def _line_chunks(chunks, source, warnings, chunk_bytes):
     remainder joins the piece before it, so the tail is rarely split.
     """
     held = None
-    pending = bytearray()
-    overlong = False  # dropping the rest of a line past MAX_LINE
+    pending = b""      # the start of a line the next block goes on with
+    parts, size = [], 0
+    overlong = False   # dropping the rest of a line past MAX_LINE
     for block in chunks:
         if overlong:
             nl = block.find(b"\n")
             if nl < 0:
                 continue
-            block = block[nl:]   # keep the newline: it ends the truncated line in `pending`
+            block = block[nl:]   # keep the newline: it ends the truncated line
             overlong = False
-        pending += block
-        if len(pending) < chunk_bytes:
-            if len(pending) > MAX_LINE and pending.rfind(b"\n") < 0:
-                del pending[MAX_LINE:]
-                overlong = True
+        parts.append(block)
+        size += len(block)
+        if size < chunk_bytes:
+            if size > MAX_LINE and block.find(b"\n") < 0 and b"\n" not in pending \
+                    and not any(b"\n" in part for part in parts[:-1]):
+                pending = (pending + b"".join(parts))[:MAX_LINE]
+                parts, size, overlong = [], 0, True
                 warnings.add("line_truncated", f"{source}: lines over {MAX_LINE // 1024} KiB truncated")
             continue
-        cut = pending.rfind(b"\n") + 1
+        data = pending + b"".join(parts) if pending or len(parts) > 1 else parts[0]
+        parts, size = [], 0
+        cut = data.rfind(b"\n") + 1
         if cut == 0:
-            del pending[MAX_LINE:]
-            overlong = True
+            pending, overlong = data[:MAX_LINE], True
             warnings.add("line_truncated", f"{source}: lines over {MAX_LINE // 1024} KiB truncated")
             continue
-        with memoryview(pending) as view:
-            chunk = bytes(view[:cut])   # one copy, not two
-        del pending[:cut]
+        pending = data[cut:]
+        chunk = data if cut == len(data) else data[:cut]
         if held is not None:
             yield held, False
         held = chunk
-    if pending:
-        if not pending.endswith(b"\n"):
-            pending += b"\n"
-        held = (held or b"") + bytes(pending)
+    rest = pending + b"".join(parts)
+    if rest:
+        if not rest.endswith(b"\n"):
+            rest += b"\n"
+        held = (held or b"") + rest
     if held:
         yield held, True
 
 
+def _scan_and_count(finder, chunk):
+    # In a scanner thread: the count overlaps the reader's I/O and the other scan.
+    return finder.scan(chunk), chunk.count(b"\n")
+
+
 def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
-                 finder: PurePythonFinder | HyperscanFinder,
+                 finder: "PurePythonFinder | HyperscanFinder | Callable[[], Any]",
                  chunk_bytes: int = BIG_CHUNK, scanners: int | None = None) -> Iterator[RawLine]:
     """Yield the RawLines of an input worth diagnosing, from its byte chunks.
+
+    `finder` may be a function that makes one: an input of at most HEAD + TAIL lines (most
+    logs) is read whole, and then none is made.
 
     With Hyperscan, which lets go of the GIL while it scans, `scanners` threads (default:
     one per core, at most SCANNERS) search the next chunks while this one is read on; the
@@ -347,6 +219,12 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
     if first is None:
         return
     pieces = itertools.chain([first], pieces)
+    if first[1] and first[0].count(b"\n") <= HEAD + TAIL:
+        # Head and tail cover every line: nothing to search for.
+        yield from selector.chunk(first[0], {}, True)
+        return
+    if callable(finder) and not hasattr(finder, "scan"):
+        finder = finder()
     if scanners is None:
         scanners = min(SCANNERS, os.cpu_count() or 1) if finder.parallel else 1
     if scanners <= 1 or first[1]:  # one piece (most logs): no thread to start
@@ -358,10 +236,12 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
     with ThreadPoolExecutor(scanners, thread_name_prefix="dsdiag-scan") as pool:
         ahead = deque()
         for chunk, last in pieces:
-            ahead.append((chunk, last, pool.submit(finder.scan, chunk)))
+            ahead.append((chunk, last, pool.submit(_scan_and_count, finder, chunk)))
             if len(ahead) > scanners:
-                chunk, last, found = ahead.popleft()
-                yield from selector.chunk(chunk, found.result(), last)
+                chunk, last, done = ahead.popleft()
+                found, total = done.result()
+                yield from selector.chunk(chunk, found, last, total)
         while ahead:
-            chunk, last, found = ahead.popleft()
-            yield from selector.chunk(chunk, found.result(), last)
+            chunk, last, done = ahead.popleft()
+            found, total = done.result()
+            yield from selector.chunk(chunk, found, last, total)

@@ -8,7 +8,7 @@ import regex
 
 if TYPE_CHECKING:
     from classifier.diagnosis.match import KeywordIndex
-    from classifier.diagnosis.prefilter import HyperscanFinder, PurePythonFinder
+    from classifier.diagnosis.finder import HyperscanFinder, PurePythonFinder
 
 
 class Rule:
@@ -168,9 +168,9 @@ class RuleSet:
     def finder(self, engine: str = "auto") -> "HyperscanFinder | PurePythonFinder":
         """The prefilter's line finder for these rules' keywords and the failure vocabulary."""
         if engine not in self._finders:
-            from classifier.diagnosis.prefilter import make_finder
+            from classifier.diagnosis.finder import make_finder
             from classifier.vocabulary import ALL_TERMS
-            from classifier.diagnosis.prefilter import BEFORE, NEAR
+            from classifier.diagnosis.finder import BEFORE, NEAR
             keywords = set()
             for rule in self.rules:
                 # A rule with `context` reads BEFORE lines back; `select` may narrow which

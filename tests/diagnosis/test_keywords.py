@@ -72,7 +72,7 @@ def test_a_keyword_counts_where_a_word_starts(rules, msg, want):
 ])
 def test_the_prefilter_selects_by_the_same_rule(rules, engine, line, selected):
     pytest.importorskip("hyperscan")
-    from classifier.diagnosis.prefilter import make_finder
+    from classifier.diagnosis.finder import make_finder
     keywords = {(k, r.exact_case) for r in rules.rules if r.id.startswith("op_build_error.kw_")
                 for k in r.keywords}
     finder = make_finder(keywords, (), engine)

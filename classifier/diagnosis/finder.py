@@ -1,0 +1,176 @@
+"""The prefilter's line finders: which lines of a chunk hold a rule keyword or a failure marker.
+
+Both engines select exactly the same lines: Hyperscan, which matches every gate in one pass
+(its compiled database cached between runs), and a pure-Python trie of literal hints whose
+lines are then checked against each gate. Each line found carries its reach: how many lines
+before and after it the readers downstream may look at.
+"""
+
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from classifier.diagnosis.match import CONTEXT_LINES, keyword_gate, trie_regex
+from classifier.vocabulary import ROOT_FIELD_LINES
+
+if TYPE_CHECKING:
+    from classifier.vocabulary import Term
+
+NEAR = 2                     # a match window reaches two lines back
+BEFORE = CONTEXT_LINES + NEAR  # ... and a rule with `context` looks 50 lines further back
+AFTER = max(10, ROOT_FIELD_LINES)  # after a failure marker: its message, chain, root-cause fields
+
+Reach = tuple[int, int]  # lines a selected line brings before and after it
+# (literal hint, hint pattern, gate, reach): what a finder looks for, and how much around a
+# line it finds the readers downstream may look at.
+Gate = tuple[str | None, str | None, str, Reach]
+
+
+def _widest(a: Reach | None, b: Reach) -> Reach:
+    return b if a is None else (max(a[0], b[0]), max(a[1], b[1]))
+
+
+class PurePythonFinder:
+    """Line starts of lines a gate matches: a trie of literals, then each gate it points to."""
+
+    name = "re"
+    parallel = False  # `re` holds the GIL: threads would only take turns
+
+    def __init__(self, gates: Iterable[Gate]) -> None:
+        import re
+        # The hints (a literal, or a pattern) are cheap and case-insensitive, and every line
+        # a gate matches holds its hint; the gate then decides.
+        by_literal, self._patterns = {}, []
+        for literal, pattern, gate, reach in gates:
+            compiled = (re.compile(gate.encode("utf-8"), re.M), reach)
+            if literal is not None:
+                by_literal.setdefault(literal.encode("utf-8"), []).append(compiled)
+            else:
+                self._patterns.append((re.compile(pattern.encode("utf-8")), compiled))
+        self._gates = by_literal
+        trie = trie_regex(sorted(lit.decode("utf-8") for lit in by_literal)).encode("utf-8")
+        hints = [trie] + [p.pattern for p, _ in self._patterns]
+        self._hint = re.compile(b"|".join(hints))
+        self._literals = re.compile(b"(?=(" + trie + b"))")
+
+    def _reach(self, line: bytes, low: bytes) -> Reach | None:
+        found = [g for literal in dict.fromkeys(self._literals.findall(low))
+                 for g in self._gates[literal]]
+        found += [g for p, g in self._patterns if p.search(low)]
+        reach = None
+        for gate, gate_reach in found:
+            if reach != _widest(reach, gate_reach) and gate.search(line):
+                reach = _widest(reach, gate_reach)
+        return reach
+
+    def scan(self, chunk: bytes) -> dict[int, Reach]:
+        """The starts of the lines in `chunk` a gate matches, in order, with their reach."""
+        low = chunk.lower()
+        out, last = {}, -1
+        for m in self._hint.finditer(low):
+            start = low.rfind(b"\n", 0, m.start()) + 1
+            if start == last:
+                continue
+            last = start
+            end = low.find(b"\n", m.end())
+            end = len(low) if end < 0 else end
+            reach = self._reach(chunk[start:end], low[start:end])
+            if reach is not None:
+                out[start] = reach
+        return out
+
+    def line_starts(self, chunk: bytes) -> list[int]:
+        """Sorted offsets of the starts of lines in `chunk` that a gate matches."""
+        return list(self.scan(chunk))
+
+
+class HyperscanFinder:
+    """The same line starts, from Hyperscan's matcher (every gate in one pass)."""
+
+    name = "hyperscan"
+    parallel = True
+
+    def __init__(self, gates: Iterable[Gate]) -> None:
+        import hyperscan
+        reach = {}
+        for _, _, gate, gate_reach in gates:
+            reach[gate] = _widest(reach.get(gate), gate_reach)
+        self._reach = list(reach.values())  # by expression id
+        expressions = [g.encode("utf-8") for g in reach]
+        self._db = _load_database(hyperscan, expressions)
+        self._scratch = threading.local()  # a scan's scratch space is its thread's own
+        self._new_scratch = lambda: hyperscan.Scratch(self._db)
+
+    def scan(self, chunk: bytes) -> dict[int, Reach]:
+        """The starts of the lines in `chunk` a gate matches, in order, with their reach."""
+        found = []
+        scratch = getattr(self._scratch, "space", None)
+        if scratch is None:
+            scratch = self._scratch.space = self._new_scratch()
+        self._db.scan(chunk, match_event_handler=lambda gate_id, _from, to, _flags, _ctx:
+                      found.append((to, gate_id)), scratch=scratch)
+        out, rfind, reach = {}, chunk.rfind, self._reach
+        for to, gate_id in found:
+            # A gate may end on the newline after its line (`[^A-Za-z0-9]`): look before it.
+            start = rfind(b"\n", 0, to - 1) + 1
+            out[start] = _widest(out.get(start), reach[gate_id])
+        return dict(sorted(out.items()))
+
+    def line_starts(self, chunk: bytes) -> list[int]:
+        """Sorted offsets of the starts of lines in `chunk` that a gate matches."""
+        return list(self.scan(chunk))
+
+
+def _load_database(hyperscan, expressions):
+    """The compiled Hyperscan database of `expressions`, from the cache when it holds it.
+
+    Compiling ~500 gates takes about a second, longer than a big log's scan; a serialised
+    database loads in well under a millisecond. The key covers the expressions, Hyperscan's
+    version and the machine; a database that will not load here is compiled again.
+    """
+    import base64
+    import platform
+    from classifier.rules.cache import cache_key, read_cached, write_cached
+    key = cache_key(b"\0".join(expressions), hyperscan.__version__.encode(),
+                    platform.machine().encode())
+    cached = read_cached("hyperscan", key)
+    if isinstance(cached, str):
+        try:
+            return hyperscan.loadb(base64.b64decode(cached), mode=hyperscan.HS_MODE_BLOCK)
+        except Exception:  # noqa: BLE001 - any refusal means "compile it here"
+            pass
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=expressions, ids=list(range(len(expressions))),
+               elements=len(expressions), flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
+    write_cached("hyperscan", key, base64.b64encode(hyperscan.dumpb(db)).decode("ascii"))
+    return db
+
+
+def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),
+                engine: str = "auto") -> PurePythonFinder | HyperscanFinder:
+    """The fastest finder available ('auto'), or the one named ('hyperscan' / 're').
+
+    It finds the lines that hold a rule keyword where a word starts (match.keyword_gate) or
+    that a vocabulary term's raw gate matches. A keyword is (text, exact case) or (text,
+    exact case, lines before, lines after): what its line brings; by default the lines a
+    match window spans, NEAR either way. A failure marker's line brings AFTER lines: the
+    message, the chain and torchelastic's root-cause fields after it.
+    """
+    gates = []
+    for spec in sorted(set(keywords)):
+        text, exact, before, after = spec if len(spec) == 4 else (*spec, NEAR, NEAR)
+        gates.append((text.lower(), None, keyword_gate(text, exact), (before, after)))
+    for term in terms:
+        for literal in term.gates:
+            gates.append((literal, None, term.raw_gate, (NEAR, AFTER)))
+        if term.gate_pattern:
+            gates.append((None, term.gate_pattern, term.raw_gate, (NEAR, AFTER)))
+    if engine in ("auto", "hyperscan"):
+        try:
+            return HyperscanFinder(gates)
+        except ImportError:
+            if engine == "hyperscan":
+                raise
+    return PurePythonFinder(gates)
+
+
