@@ -279,6 +279,11 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     extra = env_rules_dirs() + args.rules_dir
     rules = load_rules(extra) if extra else default_rules()
     load_patterns()
+    # The prefilter's finder (Hyperscan, its cached database) and its scanner threads, made
+    # or imported while the package and the cache are still readable.
+    import concurrent.futures.thread  # noqa: F401
+    from classifier.diagnosis import prefilter  # noqa: F401
+    rules.finder()
     with as_job_user(env):
         paths = [p for p in args.log if os.path.isfile(p)] if args.log else log_paths(info, env)
         if not paths:
