@@ -64,6 +64,9 @@ def test_every_term_match_holds_its_gate():
                     low = line.msg.lower()
                     assert any(g in low for g in term.gates) or (
                         term.gate_pattern and re.search(term.gate_pattern, low)), (term, line.msg)
+            if line.msg and (vocabulary.SUCCESS.search(line.msg) or vocabulary.OTHER_FAILURE.search(line.msg)):
+                # signals.py asks MARKER_HINT first and skips both alternations without it
+                assert vocabulary.MARKER_HINT.search(line.msg.lower()), line.msg
 
 
 def test_consumers_read_the_one_vocabulary():

@@ -9,7 +9,7 @@ import re
 from collections import deque
 from typing import TYPE_CHECKING
 
-from classifier.vocabulary import (ECHO, EXCEPTION_LINE, OTHER_FAILURE, PROGRESS, ROOT_CAUSE,
+from classifier.vocabulary import (ECHO, EXCEPTION_LINE, MARKER_HINT, OTHER_FAILURE, PROGRESS, ROOT_CAUSE,
                                   ROOT_FIELD, ROOT_FIELD_LINES, RUN_END, SUCCESS)
 
 if TYPE_CHECKING:
@@ -68,7 +68,8 @@ class FailureSignals:
             self.failed = True
             self._last_failure[line.source] = line.lineno
             return
-        if SUCCESS.search(msg):
+        hint = MARKER_HINT.search(msg.lower()) is not None
+        if hint and SUCCESS.search(msg):
             self._last_success[line.source] = line.lineno
             return
         if EXCEPTION_LINE.match(msg):
@@ -80,7 +81,7 @@ class FailureSignals:
                 self.last_exception = line
                 if len(self.exceptions) < MAX_EXCEPTIONS:
                     self.exceptions.append(line)
-        elif OTHER_FAILURE.search(msg):
+        elif hint and OTHER_FAILURE.search(msg):
             self.failed = True
             self.last_marker = line
             self._last_failure[line.source] = line.lineno
