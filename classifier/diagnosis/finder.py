@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from classifier.diagnosis.hsdb import load_database
 from classifier.diagnosis.match import CONTEXT_LINES, keyword_gate, trie_regex
 from classifier.vocabulary import ROOT_FIELD_LINES
 
@@ -97,7 +98,7 @@ class HyperscanFinder:
             reach[gate] = _widest(reach.get(gate), gate_reach)
         self._reach = list(reach.values())  # by expression id
         expressions = [g.encode("utf-8") for g in reach]
-        self._db = _load_database(hyperscan, expressions)
+        self._db = load_database(expressions, hyperscan.HS_FLAG_MULTILINE, "hyperscan")
         self._scratch = threading.local()  # a scan's scratch space is its thread's own
         self._new_scratch = lambda: hyperscan.Scratch(self._db)
 
@@ -119,31 +120,6 @@ class HyperscanFinder:
     def line_starts(self, chunk: bytes) -> list[int]:
         """Sorted offsets of the starts of lines in `chunk` that a gate matches."""
         return list(self.scan(chunk))
-
-
-def _load_database(hyperscan, expressions):
-    """The compiled Hyperscan database of `expressions`, from the cache when it holds it.
-
-    Compiling ~500 gates takes about a second, longer than a big log's scan; a serialised
-    database loads in well under a millisecond. The key covers the expressions, Hyperscan's
-    version and the machine; a database that will not load here is compiled again.
-    """
-    import base64
-    import platform
-    from classifier.rules.cache import cache_key, read_cached, write_cached
-    key = cache_key(b"\0".join(expressions), hyperscan.__version__.encode(),
-                    platform.machine().encode())
-    cached = read_cached("hyperscan", key)
-    if isinstance(cached, str):
-        try:
-            return hyperscan.loadb(base64.b64decode(cached), mode=hyperscan.HS_MODE_BLOCK)
-        except Exception:  # noqa: BLE001 - any refusal means "compile it here"
-            pass
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=expressions, ids=list(range(len(expressions))),
-               elements=len(expressions), flags=[hyperscan.HS_FLAG_MULTILINE] * len(expressions))
-    write_cached("hyperscan", key, base64.b64encode(hyperscan.dumpb(db)).decode("ascii"))
-    return db
 
 
 def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),

@@ -111,10 +111,15 @@ def keyword_gate(keyword: str, exact: bool = False) -> str:
     return head
 
 
+def _collect(keyword_id, _start, _end, _flags, found):
+    found.append(keyword_id)
+
+
 class KeywordIndex:
     """Maps the keywords found in a line to the rules they gate."""
 
-    def __init__(self, rules: Iterable["Rule"]) -> None:
+    def __init__(self, rules: Iterable["Rule"], engine: str = "auto") -> None:
+        self._engine = engine  # "auto": Hyperscan where its wheel is installed; "re": the trie
         # A keyword is (text, exact case): lower-cased text unless its rule says exact_case.
         self._rules_of = {}
         for rule in rules:
@@ -122,19 +127,14 @@ class KeywordIndex:
                 self._rules_of.setdefault((kw, rule.exact_case), []).append(rule)
         # Compiled on first use (an ordinary log meets a handful of the ~500 keywords).
         self._bounded = {}
-        lows = sorted({text.lower() for text, _ in self._rules_of}, key=len, reverse=True)
+        lows = sorted({text.lower() for text, _ in self._rules_of}, key=lambda kw: (-len(kw), kw))
         # Longest-first alternation can shadow a shorter keyword inside a longer one, so each
         # keyword found also asks every keyword inside it, longest first (_inside()).
         self._keys = sorted(self._rules_of, key=lambda key: -len(key[0]))  # ties: rule order
         self._order = {key: i for i, key in enumerate(self._keys)}
         self._inside_of = {}
-        # The plain trie answers "any keyword here?" fast for the many lines without one; the
-        # lookahead form then finds a keyword at every position, so one keyword overlapping
-        # the end of another (not inside it) is still seen. Both find substrings in any case;
-        # a found keyword counts only where bounded() finds it in the line as written.
-        trie = trie_regex(lows) if lows else None
-        self._pattern = re.compile(trie) if trie else None
-        self._overlapping = re.compile("(?=(" + trie + "))") if trie else None
+        self._lows = lows
+        self._finder = None  # built on the first line: see _substrings()
         self._cut_prefixes = None  # built on first use: only an input's last line asks
 
     def rules_cut_at_end(self, msg: str) -> list["Rule"]:
@@ -160,19 +160,57 @@ class KeywordIndex:
 
     def rules_for(self, msg: str) -> Sequence["Rule"]:
         """Return the rules whose keywords occur in `msg` where a word starts."""
-        if self._pattern is None:
-            return ()
         low = msg.lower()
-        if self._pattern.search(low) is None:
+        found = self._substrings(low)
+        if not found:
             return ()
         out, asked = [], set()
-        for found in dict.fromkeys(self._overlapping.findall(low)):
+        for found in found:
             for key in self._inside(found):
                 if key not in asked:
                     asked.add(key)
                     if self._word_start(key).search(msg):
                         out.extend(r for r in self._rules_of[key] if r not in out)
         return out
+
+    def _substrings(self, low: str) -> Sequence[str]:
+        """The keywords in the lower-cased line, by where they start, the longest first.
+
+        Hyperscan (its database cached, so nothing is compiled per run) reports every keyword
+        at every position. Without it, a trie regex answers "any keyword here?", and its
+        lookahead form finds the longest keyword at each position; the ones it shadows are
+        asked through _inside(). Either way a keyword still counts only where bounded() finds
+        it in the line as written.
+        """
+        if self._finder is None:
+            self._finder = self._make_finder()
+        kind, first, second = self._finder
+        if kind == "hyperscan":
+            ids = []
+            first.scan(low.encode("utf-8", "surrogatepass"), match_event_handler=_collect,
+                       context=ids, scratch=second)
+            if not ids:
+                return ()
+            found = {self._lows[i] for i in ids}
+            return sorted(found, key=lambda kw: (low.find(kw), -len(kw)))
+        if first is None or first.search(low) is None:
+            return ()
+        return list(dict.fromkeys(second.findall(low)))
+
+    def _make_finder(self):
+        if self._lows and self._engine != "re":
+            from classifier.diagnosis.hsdb import load_database
+            try:
+                import hyperscan
+                db = load_database([re.escape(kw).encode("utf-8") for kw in self._lows],
+                                   hyperscan.HS_FLAG_CASELESS, "hyperscan-keywords")
+                return "hyperscan", db, hyperscan.Scratch(db)
+            except ImportError:
+                pass
+        if self._lows:
+            trie = trie_regex(self._lows)
+            return "re", re.compile(trie), re.compile("(?=(" + trie + "))")
+        return "re", None, None
 
     def _inside(self, found: str) -> list:
         keys = self._inside_of.get(found)

@@ -284,6 +284,7 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     import concurrent.futures.thread  # noqa: F401
     from classifier.diagnosis import prefilter  # noqa: F401
     rules.finder()
+    rules.keyword_index().rules_for("")  # its Hyperscan database too
     with as_job_user(env):
         paths = [p for p in args.log if os.path.isfile(p)] if args.log else log_paths(info, env)
         if not paths:

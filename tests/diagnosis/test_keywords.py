@@ -97,3 +97,22 @@ def test_select_names_the_rules_own_keywords_and_a_bounded_reach(tmp_path, selec
     (tmp_path / "op_build_error.yaml").write_text(bad)
     with pytest.raises(RuleError, match=problem):
         load_rules([tmp_path])
+
+
+def test_hyperscan_and_the_trie_find_the_same_rules_in_the_same_order():
+    # KeywordIndex asks Hyperscan's cached database where the wheel is installed; the trie is
+    # the fallback. Both must answer every corpus line alike, order included (hit order).
+    pytest.importorskip("hyperscan")
+    from classifier.corpus.evaluate import find_cases
+    from classifier.diagnosis.normalize import normalize
+    from classifier.diagnosis.read import Warnings, read_lines
+    from classifier.rules.load import default_rules
+    from conftest import ROOT
+    rules = default_rules().rules
+    fast, trie = KeywordIndex(rules), KeywordIndex(rules, engine="re")
+    checked = 0
+    for log, _ in find_cases(ROOT / "corpus"):
+        for line in normalize(read_lines(str(log), Warnings())):
+            assert fast.rules_for(line.msg) == trie.rules_for(line.msg), line.msg
+            checked += 1
+    assert fast._finder[0] == "hyperscan" and trie._finder[0] == "re" and checked > 50_000
