@@ -127,16 +127,25 @@ def test_without_follow_a_log_growing_faster_than_any_reader_is_diagnosed_as_ope
     assert "still_growing" in {w["code"] for w in d["warnings"]}
 
 
-def test_follow_sees_a_failure_appended_later_and_stops_when_the_log_goes_quiet(tmp_path):
-    path = tmp_path / "job.log"
+def _follow_appended_oom(path, *options):
+    """dsdiag --follow OPTIONS on a log whose writer appends a CUDA OOM a second after it opens.
+
+    An option `"{pid}"` is replaced by the writer's pid. Returns (exit code, JSON, stderr).
+    """
     writer = _start_writer(path, HEALTHY, "lines", delay=1.0, tail=OOM)
     try:
-        proc = _dsdiag("--follow", "--idle", "2", path)
+        args = [writer.pid if o == "{pid}" else o for o in options]
+        proc = _dsdiag("--follow", *args, path)
         _wait_until_open(proc, path)
         _go(writer)
-        code, d, err = _finish(proc)
+        return _finish(proc)
     finally:
         _stop(writer)
+
+
+def test_follow_sees_a_failure_appended_later_and_stops_when_the_log_goes_quiet(tmp_path):
+    path = tmp_path / "job.log"
+    code, d, err = _follow_appended_oom(path, "--idle", "2")
     assert (code, d["category"]) == (0, "gpu_oom"), err
     assert d["evidence"][0]["line"] == len(path.read_text().splitlines())
     assert d["warnings"] == []
@@ -144,15 +153,7 @@ def test_follow_sees_a_failure_appended_later_and_stops_when_the_log_goes_quiet(
 
 def test_follow_with_pid_stops_when_the_writer_exits(tmp_path):
     # No idle period with --pid: only the writer's exit (here a zombie, not yet reaped) ends it.
-    path = tmp_path / "job.log"
-    writer = _start_writer(path, HEALTHY, "lines", delay=1.0, tail=OOM)
-    try:
-        proc = _dsdiag("--follow", "--pid", writer.pid, path)
-        _wait_until_open(proc, path)
-        _go(writer)
-        code, d, err = _finish(proc)
-    finally:
-        _stop(writer)
+    code, d, err = _follow_appended_oom(tmp_path / "job.log", "--pid", "{pid}")
     assert (code, d["category"]) == (0, "gpu_oom"), err
 
 
