@@ -10,6 +10,8 @@ read (a user rule capturing words under a numeric name) stays the string it was.
 import re
 from collections.abc import Mapping
 
+from classifier.precompiled import re_compile
+
 INT_FACTS = frozenset({
     # ranks and how many there are
     "rank", "rank_a", "rank_b", "local_rank", "world_size", "device_count", "joined", "skipped",
@@ -43,8 +45,8 @@ _UNIT_BYTES = {"B": 1, "bytes": 1, "byte": 1, "kB": 1024,
                "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
                "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12, "PB": 10 ** 15,
                "EB": 10 ** 18}
-_SIZE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)$")
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|min)$")
+_SIZE = re_compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)$")
+_DURATION = re_compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|min)$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60}
 
 

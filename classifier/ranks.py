@@ -19,11 +19,13 @@ Each form may end in `.gz`, `.bz2` or `.xz`. A rank printed inside the lines (`[
 import os
 import re
 
+from classifier.precompiled import re_compile
+
 COMPRESSED = r"(?:\.(?:gz|bz2|xz|zst))?"
 # `<rank>/stdout.log` alone too: an attempt directory copied out of the log dir.
-_LOGDIR = re.compile(r"(?:^|/)(\d+)/(?:stdout|stderr)\.log" + COMPRESSED + r"$")
-_NAMED = re.compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d+)(?:\D|$)", re.IGNORECASE)
-_DOTTED_TASK = re.compile(r"^[^.]+(?:\.[^.]+)*?\.(\d+)\.(?:log|out|err|txt)" + COMPRESSED + r"$")
+_LOGDIR = re_compile(r"(?:^|/)(\d+)/(?:stdout|stderr)\.log" + COMPRESSED + r"$")
+_NAMED = re_compile(r"(?:^|[^a-z])(?:rank|task|proc)[-_.]?(\d+)(?:\D|$)", re.IGNORECASE)
+_DOTTED_TASK = re_compile(r"^[^.]+(?:\.[^.]+)*?\.(\d+)\.(?:log|out|err|txt)" + COMPRESSED + r"$")
 
 
 def rank_from_path(path: str) -> int | None:

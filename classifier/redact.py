@@ -11,7 +11,6 @@ suite runs). This module applies them to text, to consecutive log lines (a PEM b
 lines: its body lines carry no marker of their own) and to a whole diagnosis dict.
 """
 
-import copy
 import math
 import re
 from collections import Counter
@@ -20,9 +19,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from classifier.precompiled import re_compile
+
 PATTERNS_FILE = Path(__file__).with_name("redaction.yaml")
-_PEM_BEGIN = re.compile(r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
-_PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_PEM_BEGIN = re_compile(r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
+_PEM_END = re_compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 
 
 class Pattern:
@@ -51,7 +52,7 @@ class Pattern:
     def regex(self) -> re.Pattern:
         """The compiled regex; compiled on first use, as most never meet their keywords."""
         if self._regex is None:
-            self._regex = re.compile(self.source)
+            self._regex = re_compile(self.source)
         return self._regex
 
     def _masked(self, m: re.Match) -> str:
@@ -96,15 +97,44 @@ def load_patterns(path: str | Path = PATTERNS_FILE) -> tuple[Pattern, ...]:
     return tuple(Pattern(entry) for entry in data["patterns"])
 
 
+@lru_cache(maxsize=8)
+def _keyword_gates(patterns: tuple[Pattern, ...]) -> tuple[tuple[str, ...], tuple]:
+    """Every keyword of `patterns` once, and each pattern's keywords as a set (None: no gate)."""
+    keywords = tuple(dict.fromkeys(k for p in patterns for k in p.keywords))
+    return keywords, tuple(frozenset(p.keywords) if p.keywords else None for p in patterns)
+
+
 def redact_text(text: str, patterns: Sequence[Pattern] | None = None) -> str:
     """Return `text` with every secret replaced by `[REDACTED:<pattern id>]`."""
     if not text:
         return text
+    default = load_patterns()
+    if (patterns is None or patterns is default) and len(text) <= _MEMO_TEXT:
+        return _redact_default(text)
+    return _redact(text, tuple(patterns or default))
+
+
+_MEMO_TEXT = 512  # titles, steps and short evidence repeat from job to job in a triage
+
+
+@lru_cache(maxsize=4096)
+def _redact_default(text: str) -> str:
+    return _redact(text, load_patterns())
+
+
+def _redact(text: str, patterns: tuple[Pattern, ...]) -> str:
+    keywords, gates = _keyword_gates(patterns)
+    # Which keywords the text holds, asked once rather than once per pattern: most texts hold
+    # none, and every string of a diagnosis passes here.
     lowered = text.lower()
-    for pattern in patterns or load_patterns():
+    present = {k for k in keywords if k in lowered}
+    for pattern, gate in zip(patterns, gates):
+        if gate is not None and present.isdisjoint(gate):
+            continue
         changed = pattern.sub(text, lowered)
         if changed is not text:
             text, lowered = changed, changed.lower()
+            present = {k for k in keywords if k in lowered}
     return text
 
 
@@ -143,12 +173,12 @@ def redact_lines(texts: Iterable[str], patterns: Sequence[Pattern] | None = None
 
 
 WRAP_MIN = 40  # a line cut by a hard wrap is long; short lines are ended, not cut
-_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+_MARKER = re_compile(r"\[REDACTED:[a-z0-9-]+\]")
 # A cut runs through a secret only where token characters meet on both sides of it, and the
 # run they make holds a digit (random keys do; words split by a line end do not).
-_CUT_TAIL = re.compile(r"[A-Za-z0-9+/=_-]{4,}$")
-_CUT_HEAD = re.compile(r"[A-Za-z0-9+/=_-]{4,}")
-_DIGIT = re.compile(r"[0-9]")
+_CUT_TAIL = re_compile(r"[A-Za-z0-9+/=_-]{4,}$")
+_CUT_HEAD = re_compile(r"[A-Za-z0-9+/=_-]{4,}")
+_DIGIT = re_compile(r"[0-9]")
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -229,9 +259,11 @@ def _redact_value(value, patterns):
 
 def redact_diagnosis(diagnosis: dict[str, Any],
                      patterns: Sequence[Pattern] | None = None) -> dict[str, Any]:
-    """Return a redacted deep copy of a diagnosis dict; the input is left untouched."""
+    """Return a redacted copy of a diagnosis dict; the input is left untouched.
+
+    _redact_value builds every dict and list anew, so no deep copy is made first."""
     patterns = patterns or load_patterns()
-    return _redact_value(copy.deepcopy(diagnosis), patterns)
+    return _redact_value(diagnosis, patterns)
 
 
 def example_cases(

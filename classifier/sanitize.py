@@ -17,16 +17,20 @@ import json
 import re
 from typing import Any
 
+from classifier.precompiled import re_compile
+
 # One escape sequence, 7-bit or 8-bit: CSI (ESC [ / 0x9b), string commands to their terminator
 # or the end of the text (ESC ] P X ^ _ / 0x9d 0x90 0x98 0x9e 0x9f), then any other ESC
 # sequence (charset selection, RIS `ESC c`, keypad modes).
-_SEQUENCE = re.compile(
+_SEQUENCE = re_compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]?")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-_BREAKS = re.compile(r"[\n\r\v\f\u2028\u2029]+")  # a line break inside a value reads as a space
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_CONTROL = re_compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_BREAKS = re_compile(r"[\n\r\v\f\u2028\u2029]+")  # a line break inside a value reads as a space
+_SURROGATE = re_compile(r"[\ud800-\udfff]")
+# Any character one of the patterns above acts on: most strings hold none and are kept as is.
+_SPECIAL = re_compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _NAME_KEYS = frozenset({"file", "job"})  # keys whose strings are file names, not log text
 
 
@@ -39,6 +43,8 @@ def _escape_char(m: re.Match) -> str:
 
 def strip_controls(text: str) -> str:
     """Return `text` without escape sequences or control characters (tab kept)."""
+    if not _SPECIAL.search(text):
+        return text
     while True:
         shorter = _SEQUENCE.sub("", text)
         if shorter == text:
@@ -49,6 +55,8 @@ def strip_controls(text: str) -> str:
 
 def escape_name(name: str) -> str:
     """Return a file name with controls and undecodable bytes shown as `\\xNN`."""
+    if not _SPECIAL.search(name):
+        return name
     return _SURROGATE.sub(_escape_char, _CONTROL.sub(_escape_char, name))
 
 

@@ -25,7 +25,7 @@ N), which the container runtime reports for other reasons. The values are a cont
 ids.
 """
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 LAYERS = ("install", "env", "launch", "config")
 UNKNOWN = "unknown"
@@ -34,17 +34,13 @@ RETRYABLE_BAND = range(80, 90)
 FIX_FIRST_BAND = range(100, 120)
 
 
-@dataclass(frozen=True, slots=True)
-class Category:
-    """One row of the table; `layer` and `retryable` are None for the outcomes none/unknown."""
+class Category(namedtuple("Category", "id layer title retryable retry_reason exit_code terminal",
+                          defaults=(False,))):
+    """One row of the table; `layer` and `retryable` are None for the outcomes none/unknown.
 
-    id: str
-    layer: str | None
-    title: str
-    retryable: bool | None
-    retry_reason: str
-    exit_code: int
-    terminal: bool = False
+    A named tuple, not a dataclass: `dataclasses` imports `inspect`, a few ms of every run."""
+
+    __slots__ = ()
 
 
 _ROWS = (

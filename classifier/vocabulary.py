@@ -14,7 +14,9 @@ finder, which then checks `raw`. Tests run every corpus line and rule example th
 """
 
 import re
-from dataclasses import dataclass
+from collections import namedtuple
+
+from classifier.precompiled import re_compile
 
 # Python exception class names end in one of these (`RuntimeError`, `DistBackendError`,
 # `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
@@ -26,14 +28,10 @@ _SUFFIX = "(?:" + "|".join(EXCEPTION_SUFFIXES) + ")"
 _NAME_END = r"(?:[^A-Za-z0-9_(),.=]|$)"
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
+class Term(namedtuple("Term", "pattern gates gate_pattern raw", defaults=((), None, ""))):
     """A regex and what every line it matches must contain: literals, or a lower-case regex."""
 
-    pattern: str
-    gates: tuple[str, ...] = ()
-    gate_pattern: str | None = None
-    raw: str = ""
+    __slots__ = ()
 
     @property
     def raw_gate(self) -> str:
@@ -42,7 +40,7 @@ class Term:
 
 
 def _any(terms):
-    return re.compile("|".join(f"(?:{t.pattern})" for t in terms))
+    return re_compile("|".join(f"(?:{t.pattern})" for t in terms))
 
 
 # `RuntimeError: ...`, `torch.distributed.DistBackendError: ...`, `KeyError: 'x'`, a bare
@@ -102,7 +100,7 @@ SUCCESS_TERMS = (
 # How a run that finished says so, beyond SUCCESS_TERMS (which also rescue a failure marker
 # before them, so they must stay strict). Read only on a log's last lines, where the question
 # "did it stop mid-training?" is decided: the prefilter always keeps a big log's tail.
-RUN_END = re.compile("|".join((
+RUN_END = re_compile("|".join((
     r"exits successfully", r"'train_runtime':", r"\btrain_runtime\s+=",      # DeepSpeed launcher, HF
     r"Training completed\. Do not forget",                                   # HF Trainer
     r"worker group successfully finished|Local worker group finished",      # torchelastic agent
@@ -119,7 +117,7 @@ RUN_END = re.compile("|".join((
 # A training step being reported: the DeepSpeed engine's `[Rank 0] step=N` and its timer's
 # `global_step=N`, Megatron's `iteration N/ M |`, HF Trainer's `{'loss': ...}` dict, and the
 # generic `step N ... loss` / `epoch N ... loss` of hand-written loops.
-PROGRESS = re.compile("|".join((
+PROGRESS = re_compile("|".join((
     r"\[Rank \d+\] step=\d+", r"\bglobal_step=\d+", r"^iteration\s+\d+\s*/\s*\d+\s*\|",
     r"['\"]loss['\"]:\s*-?\d",
     r"(?i:\b(?:step|iter|iteration|epoch)\s*[=:]?\s*\d+\b.*\bloss\b)",
@@ -130,14 +128,14 @@ PROGRESS = re.compile("|".join((
 # themselves (`rank`, `host`: words every prefixed line holds) need no gate.
 ROOT_CAUSE = "Root Cause (first observed failure)"
 ROOT_CAUSE_TERMS = (Term(re.escape(ROOT_CAUSE), ("root cause",), raw="Root Cause"),)
-ROOT_FIELD = re.compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
+ROOT_FIELD = re_compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
 ROOT_FIELD_LINES = 8
 
 def _hint(terms):
     """A regex on the lower-cased line that finds a gate of any of `terms`: a cheap first test."""
     literals = sorted({g for t in terms for g in t.gates}, key=len, reverse=True)
     patterns = sorted({t.gate_pattern for t in terms if t.gate_pattern})
-    return re.compile("|".join([re.escape(g) for g in literals] + patterns))
+    return re_compile("|".join([re.escape(g) for g in literals] + patterns))
 
 
 EXCEPTION_LINE = _any(EXCEPTION_TERMS)
@@ -148,7 +146,7 @@ SUCCESS = _any(SUCCESS_TERMS)
 # one search of the lower-cased line spares the two alternations on most lines.
 MARKER_HINT = _hint(OTHER_FAILURE_TERMS + SUCCESS_TERMS)
 # The exception type named anywhere in a line (triage groups unexplained failures by it).
-EXCEPTION_TYPE = re.compile(rf"\b([A-Za-z_][\w.]*{_SUFFIX})\b")
+EXCEPTION_TYPE = re_compile(rf"\b([A-Za-z_][\w.]*{_SUFFIX})\b")
 
 ALL_TERMS = EXCEPTION_TERMS + ECHO_TERMS + OTHER_FAILURE_TERMS + SUCCESS_TERMS + ROOT_CAUSE_TERMS
 # What the prefilter must find to keep a line (the rules' own keywords join these).

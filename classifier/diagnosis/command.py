@@ -35,12 +35,24 @@ def _error(message):
     return EXIT_ERROR
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized without `shutil`: argparse builds one for every argument
+    it adds, and importing shutil (with bz2 and lzma) cost every run a few ms."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            width = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(1).columns
+        except (ValueError, OSError):
+            width = 80
+        super().__init__(prog, width=max(width - 2, 11))
+
+
 def _parser(subcommands=()):
     usage = "dsdiag [OPTIONS] [FILE ...]"
     if subcommands:
         usage += "\n       dsdiag {" + ",".join(subcommands) + "} ... (each has its own --help)"
     p = argparse.ArgumentParser(
-        prog="dsdiag", usage=usage,
+        prog="dsdiag", usage=usage, formatter_class=_HelpFormatter,
         description="Diagnose a crashed DeepSpeed / PyTorch-distributed job from its log.",
         epilog="Several files are read as the ranks of one job, and so are the log files of a "
                "directory (rank files, Slurm %t outputs, torchrun --log-dir); '-' or no file "
@@ -185,6 +197,8 @@ def _drop_missing(paths):
 
 def _warn_if_several_jobs(files):
     """Several files are read as the ranks of one job: say so when their names suggest not."""
+    if len([f for f in files if f != "-"]) < 2:
+        return  # one file is one job, whatever its name
     from classifier.jobs.discover import split_jobs
     jobs = split_jobs([f for f in files if f != "-"])
     if len(jobs) > 1:
@@ -314,11 +328,10 @@ def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
             files = _expand_job_dirs(paths)
             _warn_if_several_jobs(files)
             if args.follow:
-                import dataclasses
                 follow = _follow(args, files)
                 with follow.on_signals():
                     result = diagnose_job(files, rules, redact=not args.no_redact,
-                                          limits=dataclasses.replace(args.limits, follow=follow))
+                                          limits=args.limits._replace(follow=follow))
             else:
                 result = diagnose_job(files, rules, redact=not args.no_redact,
                                       limits=args.limits)

@@ -12,45 +12,57 @@ names a culprit only when it singles one out, and the confidence says how direct
 import re
 from typing import TYPE_CHECKING, Any
 
+from classifier.precompiled import re_compile
 from classifier.diagnosis.topology import LOOPBACK, Topology, host_from_path, line_host
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
 
 # ProcessGroupNCCL's watchdog, blocking wait and status lines; gloo's own timeouts.
-_TIMEOUT = re.compile(r"collective operation timeout|timed out in blocking wait|Timeout at NCCL work"
+_TIMEOUT = re_compile(r"collective operation timeout|timed out in blocking wait|Timeout at NCCL work"
                       r"|detected by watchdog at work|Timed out waiting \d+ms for (?:recv|send)"
                       r"|Connection closed by peer|Connection reset by peer|failed to pass monitoredBarrier")
-_SEQ = re.compile(r"SeqNum=(?P<seq>\d+),\s*OpType=(?P<op>\w+)|Timeout at NCCL work: (?P<seq2>\d+)"
+_SEQ = re_compile(r"SeqNum=(?P<seq>\d+),\s*OpType=(?P<op>\w+)|Timeout at NCCL work: (?P<seq2>\d+)"
                   r"|work(?: sequence id)?: (?P<seq3>\d+)")
-_ENQUEUED = re.compile(r"last enqueued (?:NCCL )?work: (?P<n>-?\d+)")
+_ENQUEUED = re_compile(r"last enqueued (?:NCCL )?work: (?P<n>-?\d+)")
 # `[Rank 5]` / `[PG ID 0 PG GUID 0(default_pg) Rank 5]` inside ProcessGroupNCCL's messages: the rank
 # of a line no launcher labelled (torch < 2.2 printed no `[rank5]:` prefix)
 # Only in the default group: a sub-group's messages number ranks within the group.
-_MSG_RANK = re.compile(r"\[(?:PG (?:ID )?0 [^\]]*?)?Rank (?P<rank>\d+)\]")
-_STEP = re.compile(r"\b(?:global[_ ])?(?:step|iteration|iter)\b\s*(?:[:=#]\s*)?(?P<n>\d+)", re.IGNORECASE)
+_MSG_RANK = re_compile(r"\[(?:PG (?:ID )?0 [^\]]*?)?Rank (?P<rank>\d+)\]")
+_STEP = re_compile(r"\b(?:global[_ ])?(?:step|iteration|iter)\b\s*(?:[:=#]\s*)?(?P<n>\d+)", re.IGNORECASE)
 # Hardware: NVRM's Xid line (krcReportXid), ECC and fell-off-the-bus messages.
 _PCI = r"(?P<pci>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
-_XID = re.compile(r"NVRM: Xid \(PCI:" + _PCI + r"[0-9a-fA-F.]*\): (?P<xid>\d+)(?:, pid=(?P<pid>\d+))?")
-_HW = re.compile(r"fallen off the bus|uncorrectable ECC|ECC error|GPU is lost|NVRM: GPU at PCI:" + _PCI)
+_XID = re_compile(r"NVRM: Xid \(PCI:" + _PCI + r"[0-9a-fA-F.]*\): (?P<xid>\d+)(?:, pid=(?P<pid>\d+))?")
+_HW = re_compile(r"fallen off the bus|uncorrectable ECC|ECC error|GPU is lost|NVRM: GPU at PCI:" + _PCI)
 # Host memory: the kernel's OOM killer, DeepSpeed's launcher and torchelastic seeing SIGKILL.
-_KERNEL_OOM = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (?P<pid>\d+)"
+_KERNEL_OOM = re_compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process (?P<pid>\d+)"
                          r"|oom-kill:.*?\btask_memcg=\S*,task=\S+,pid=(?P<pid2>\d+)")
 # DeepSpeed's launcher prints the command it spawned *last* with the failed process's code
 # (launcher/launch.py sigkill_handler, 0.9 to 0.19): its --local_rank is not the dead rank's.
-_LAUNCHER_KILL = re.compile(r"(?:--local_rank[= ](?P<local>\d+)\b.*)?exits with return code = -9\b")
-_ELASTIC_KILL = re.compile(r"failed \(exitcode: -9\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
+_LAUNCHER_KILL = re_compile(r"(?:--local_rank[= ](?P<local>\d+)\b.*)?exits with return code = -9\b")
+_ELASTIC_KILL = re_compile(r"failed \(exitcode: -9\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 # A node that could not reach the rendezvous / store, against nodes that waited for it.
-_CONNECT_FAIL = re.compile(r"failed to connect to|Connection refused|No route to host"
+_CONNECT_FAIL = re_compile(r"failed to connect to|Connection refused|No route to host"
                            r"|timed out after \d+\S* while trying to connect|Name or service not known"
                            r"|RendezvousConnectionError|DistNetworkError|host not found", re.IGNORECASE)
-_JOINED = re.compile(r"Init COMPLETE|Rendezvous complete|rendezvous'ing worker group|\bstep\b", re.IGNORECASE)
+_JOINED = re_compile(r"Init COMPLETE|Rendezvous complete|rendezvous'ing worker group|\bstep\b", re.IGNORECASE)
 # One search per line decides whether any of the above can match (a log is mostly other lines).
 # Searched in the lower-cased line: 4x faster than an IGNORECASE alternation, on every line.
-_ANY_EVENT = re.compile(r"timeout|timed out|by peer|monitoredbarrier|watchdog|nvrm|ecc|off the bus"
-                        r"|gpu is lost|killed process|oom-kill|return code = -9|exitcode: -9|connect"
-                        r"|refused|no route|not known|rendezvous|host not found|networkerror|init complete"
-                        r"|\bstep\b")
+# Words of every event below, in a lower-cased line. Most lines hold none; a loop of `in`
+# tests settles that 4x faster than one alternation regex (re tries each word at each position).
+EVENT_WORDS = ("timeout", "timed out", "by peer", "monitoredbarrier", "watchdog", "nvrm", "ecc",
+               "off the bus", "gpu is lost", "killed process", "oom-kill", "return code = -9",
+               "exitcode: -9", "connect", "refused", "no route", "not known", "rendezvous",
+               "host not found", "networkerror", "init complete")
+_STEP_WORD = re_compile(r"\bstep\b")
+
+
+def any_event(low: str) -> bool:
+    """Does the lower-cased line name any event the witness reads?"""
+    for word in EVENT_WORDS:
+        if word in low:
+            return True
+    return "step" in low and _STEP_WORD.search(low) is not None
 
 # Categories whose cause lives on one node or rank; a config or install error is everyone's.
 _LOCAL = frozenset({"gpu_oom", "unknown", "nccl_network", "disk_full", "device_visibility"})
@@ -98,7 +110,7 @@ class CulpritWitness:
             m = _STEP.search(msg) if "tep" in msg or "ter" in msg else None
             if m:
                 self.last_step[rank] = int(m["n"])
-        if not _ANY_EVENT.search(msg.lower()):
+        if not any_event(msg.lower()):
             return
         if _TIMEOUT.search(msg) and rank is not None:
             self.reporters.add(rank)

@@ -15,18 +15,27 @@ strings and numbers, and a crafted file cannot run code.
 import io
 import json
 import os
-import pickle
-import re
 from collections.abc import Iterable
 
-DUMP_NAME = re.compile(r"^(?:[\w.-]*_)?trace_rank_(?P<rank>\d+)(?:\.(?:json|pkl|pickle))?$")
+from classifier.precompiled import re_compile
+
+DUMP_NAME = re_compile(r"^(?:[\w.-]*_)?trace_rank_(?P<rank>\d+)(?:\.(?:json|pkl|pickle))?$")
 MAX_DUMP_BYTES = 64 << 20
 MAX_DUMPS = 4096
 
 
-class _DataOnly(pickle.Unpickler):
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError(f"refusing {module}.{name} in a flight-recorder dump")
+def _unpickle_data(data: bytes):
+    """A pickle's plain data; any class in it is refused (UnpicklingError)."""
+    import pickle  # only a job with flight-recorder dumps needs it
+
+    class DataOnly(pickle.Unpickler):
+        def find_class(self, module, name):
+            raise pickle.UnpicklingError(f"refusing {module}.{name} in a flight-recorder dump")
+
+    try:
+        return DataOnly(io.BytesIO(data)).load()
+    except pickle.UnpicklingError:
+        return None
 
 
 def _load(path):
@@ -37,9 +46,8 @@ def _load(path):
             data = fh.read()
         if data[:1] in (b"{", b"["):
             return json.loads(data)
-        return _DataOnly(io.BytesIO(data)).load()
-    except (OSError, ValueError, EOFError, pickle.UnpicklingError, IndexError, TypeError,
-            MemoryError, RecursionError):
+        return _unpickle_data(data)
+    except (OSError, ValueError, EOFError, IndexError, TypeError, MemoryError, RecursionError):
         return None
 
 

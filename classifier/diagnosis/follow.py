@@ -8,9 +8,7 @@ once the process `pid` has exited (`tail --pid`), or at Ctrl-C / SIGTERM; then d
 """
 
 import os
-import signal
 import stat
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -85,6 +83,8 @@ class Follow:
     def on_signals(self) -> Iterator[None]:
         """Ctrl-C or SIGTERM stops the follow, and the diagnosis of what was read comes out;
         a second one acts as it would without --follow."""
+        import signal
+        import threading
         if threading.current_thread() is not threading.main_thread():
             yield  # only the main thread may set handlers
             return

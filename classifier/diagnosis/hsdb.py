@@ -18,10 +18,12 @@ def load_database(expressions: Sequence[bytes], flags: int, kind: str) -> Any:
     except ImportError:
         return None
     import base64
-    import platform
+    import os
     from classifier.rules.cache import cache_key, read_cached, write_cached
+    # os.uname, not platform.machine(): importing platform costs a few ms of every run.
+    machine = os.uname().machine if hasattr(os, "uname") else os.environ.get("PROCESSOR_ARCHITECTURE", "")
     key = cache_key(b"\0".join(expressions), str(flags).encode(), hyperscan.__version__.encode(),
-                    platform.machine().encode())
+                    machine.encode())
     cached = read_cached(kind, key)
     if isinstance(cached, str):
         try:

@@ -9,9 +9,9 @@ logger or terminal hard-wrapped still matches.
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from classifier.precompiled import re_compile
 from classifier.diagnosis.budget import RegexBudget
 
 if TYPE_CHECKING:
@@ -32,16 +32,19 @@ _WINDOWS = ((0, 0), (0, 1), (0, 2), (-1, 0), (-1, 1), (-2, 0))
 # line below it is the evidence; a match never starts on such a code line. A JSON member
 # (`"message": "RendezvousConnectionError: ..."`, torchelastic's pretty-printed error file) is
 # log output, not code.
-_CODE_LINE = re.compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|f?["'](?![\w.-]{1,40}["']\s?:\s)""")
+_CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|f?["'](?![\w.-]{1,40}["']\s?:\s)""")
 
 
-@dataclass(slots=True, eq=False)
 class Hit:
     """One rule firing: the lines its match spans and the values it captured."""
 
-    rule: "Rule"
-    lines: list["Line"]
-    facts: dict[str, str]
+    __slots__ = ("rule", "lines", "facts")
+
+    def __init__(self, rule: "Rule", lines: list["Line"], facts: dict[str, str]) -> None:
+        self.rule, self.lines, self.facts = rule, lines, facts
+
+    def __repr__(self) -> str:
+        return f"Hit({self.rule.id!r}, lines={[ln.lineno for ln in self.lines]}, facts={self.facts!r})"
 
     @property
     def first(self) -> "Line":
@@ -136,6 +139,7 @@ class KeywordIndex:
         self._lows = lows
         self._finder = None  # built on the first line: see _substrings()
         self._cut_prefixes = None  # built on first use: only an input's last line asks
+        self._longest_cut = 0
 
     def rules_cut_at_end(self, msg: str) -> list["Rule"]:
         """Rules with a keyword in `msg`, or whose keyword begins where `msg` is cut off."""
@@ -148,11 +152,12 @@ class KeywordIndex:
                 text = key[0]
                 for n in range(min(MIN_CUT_KEYWORD, len(text)), len(text)):
                     self._cut_prefixes.setdefault(text[:n].lower(), []).append(key)
-        longest = max(map(len, self._cut_prefixes), default=0)
+            self._longest_cut = max(map(len, self._cut_prefixes), default=0)
+        longest = self._longest_cut
         cut = set()
         for n in range(1, min(longest, len(low)) + 1):
             for text, exact in self._cut_prefixes.get(low[-n:], ()):
-                if len(low) != len(msg) or re.compile(bounded(text[:n], exact)).match(msg, len(msg) - n):
+                if len(low) != len(msg) or re_compile(bounded(text[:n], exact)).match(msg, len(msg) - n):
                     cut.add((text, exact))
         for key in sorted(cut, key=self._order.__getitem__):
             out.extend(r for r in self._rules_of[key] if r not in out)
@@ -209,7 +214,7 @@ class KeywordIndex:
                 pass
         if self._lows:
             trie = trie_regex(self._lows)
-            return "re", re.compile(trie), re.compile("(?=(" + trie + "))")
+            return "re", re_compile(trie), re_compile("(?=(" + trie + "))")
         return "re", None, None
 
     def _inside(self, found: str) -> list:
@@ -221,7 +226,7 @@ class KeywordIndex:
     def _word_start(self, key: tuple) -> "re.Pattern":
         pattern = self._bounded.get(key)
         if pattern is None:
-            pattern = self._bounded[key] = re.compile(bounded(*key))
+            pattern = self._bounded[key] = re_compile(bounded(*key))
         return pattern
 
 
@@ -241,7 +246,7 @@ def _window_match(rule, buf, i, budget):
             windows.append((lines, " ".join(line.msg for line in lines)))
     for pattern in rule.patterns:
         for lines, text in windows:
-            m = budget.search(pattern, text)
+            m = budget.search(pattern, text, rule.builtin)
             if m is None:
                 continue
             # Which of the joined lines does the match span?
@@ -256,12 +261,12 @@ def _window_match(rule, buf, i, budget):
 
 
 def _excluded(rule, text, budget):
-    return any(budget.search(p, text) for p in rule.exclude)
+    return any(budget.search(p, text, rule.builtin) for p in rule.exclude)
 
 
 def _has_context(rule, buf, i, budget):
     for k in range(max(0, i - CONTEXT_LINES), i + 1):
-        if any(budget.search(p, buf[k].msg) for p in rule.context):
+        if any(budget.search(p, buf[k].msg, rule.builtin) for p in rule.context):
             return True
     return False
 
@@ -341,7 +346,7 @@ def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
         if (rule.id, line.source, line.lineno) in seen:
             continue
         for pattern in rule.patterns:
-            m = budget.search(pattern, line.msg, partial=True)
+            m = budget.search(pattern, line.msg, rule.builtin, partial=True)
             if m is None or not m.partial or m.end() - m.start() < MIN_CUT:
                 continue
             if m.end() != len(line.msg) or (rule.exclude and _excluded(rule, line.msg, budget)):

@@ -10,88 +10,96 @@ of task 1. The innermost rank label is the rank (it is the closest to the proces
 line); an outer one is kept as the line's `task`.
 """
 
-import calendar
-import html
 import json
-import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from classifier.precompiled import re_compile
 
 if TYPE_CHECKING:
     from classifier.diagnosis.read import RawLine
 
 # CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ANSI = re_compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 # srun -l / --label: `3: ` (possibly right-aligned), the task id.
-_SRUN_LABEL = re.compile(r"\s*(?P<rank>\d{1,5}):\s")
+_SRUN_LABEL = re_compile(r"\s*(?P<rank>\d{1,5}):\s")
 # Rank and host labels, each anchored at the start of what is left of the line.
 _RANK_PREFIXES = (
     # torch >= 2.2 stderr redirection and torchrun --tee: `[rank3]:`, `[default3]:`
-    re.compile(r"\[(?:rank|default|worker|trainer|local_rank)?(?P<rank>\d+)\]:\s?"),
+    re_compile(r"\[(?:rank|default|worker|trainer|local_rank)?(?P<rank>\d+)\]:\s?"),
     # Open MPI --tag-output: `[1,3]<stderr>:` (job id, rank)
-    re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
+    re_compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
     _SRUN_LABEL,
     # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `. A host
     # label needs a digit or a hyphen before any dot, so `collect2: error` and
     # `libcudart.so.11.0: cannot open` keep their first word.
-    re.compile(r"(?P<host>localhost|\d{1,3}(?:\.\d{1,3}){3}"
+    re_compile(r"(?P<host>localhost|\d{1,3}(?:\.\d{1,3}){3}"
                r"|(?!collect2:)(?=[a-z0-9-]*[\d-])[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*):\s"),
     # Ray Train workers: `(RayTrainWorker pid=12345, ip=10.0.0.1) `
-    re.compile(r"\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s"),
+    re_compile(r"\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s"),
     # kubectl logs --prefix: `[pod/trainer-0/pytorch] `; the pod is where the line ran
-    re.compile(r"\[pod/(?P<host>[^/\]\s]+)(?:/[^\]\s]*)?\]\s"),
+    re_compile(r"\[pod/(?P<host>[^/\]\s]+)(?:/[^\]\s]*)?\]\s"),
     # docker compose: `trainer-1  | ` (a service name ending in its replica number)
-    re.compile(r"(?P<host>[a-z0-9][\w.-]*[-_]\d+)\s+\|\s"),
+    re_compile(r"(?P<host>[a-z0-9][\w.-]*[-_]\d+)\s+\|\s"),
 )
 
 # pytest's failure report marks the exception's lines `E   RuntimeError: ...` (continuations
 # `E       ...`): a marker in front of the message, like a rank label.
-_PYTEST_E = re.compile(r"E(?: {3,}|\t)(?=\S)")
+_PYTEST_E = re_compile(r"E(?: {3,}|\t)(?=\S)")
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
 # Leading timestamps in the forms loggers, Kubernetes, syslog and dmesg write them.
-_ISO_TS = re.compile(
+_ISO_TS = re_compile(
     r"\[?(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
     r"(?P<frac>[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*[|-]\s|\s+|$)")
-_SYSLOG_TS = re.compile(
+_SYSLOG_TS = re_compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?: \S+)?(?: kernel:)? ")
-_DMESG_TS = re.compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
-_DMESG_HUMAN_TS = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
+_DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
+_DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
 # A tqdm bar, ` 45%|████▌     | 45/100 [00:10<00:12,  4.4it/s]`, whole or at the head of a
 # segment where another rank's message was written right after it.
 _BAR = (r"\s*(?:[^%|]{0,80}:\s*)?\d{1,3}%\|[^|]{0,120}\|\s*[\d.]+[kMG]?/[\d.]+[kMG]?\w*"
         r"(?:\s*\[[^\]]{0,120}\])?")
-_PROGRESS = re.compile(_BAR + r"\s*")
-_PROGRESS_HEAD = re.compile(r"^" + _BAR)
+_PROGRESS = re_compile(_BAR + r"\s*")
+_PROGRESS_HEAD = re_compile(r"^" + _BAR)
 
 # rich's traceback panel: `│ text │`; heavy and ASCII variants are rarer but seen.
-_BOX_LEFT = re.compile(r"(?<!\s)\s*[│┃║]\s?")  # used with match(); the lookbehind keeps search() linear too
-_BOX_RIGHT = re.compile(r"(?<!\s)\s*[│┃║]\s*$")  # starts at a run of spaces, not inside it: linear
+_BOX_LEFT = re_compile(r"(?<!\s)\s*[│┃║]\s?")  # used with match(); the lookbehind keeps search() linear too
+_BOX_RIGHT = re_compile(r"(?<!\s)\s*[│┃║]\s*$")  # starts at a run of spaces, not inside it: linear
 
 # Rules see the first 8 KiB of a line: every message they know fits, and a 64 KiB line of
 # binary noise or inlined build output cannot make a three-line window cost megabytes.
 MATCH_LIMIT = 8 * 1024
 
 
-@dataclass(slots=True, eq=False)
 class Line:
-    """A log line after normalisation: where it came from, its rank and time, its message."""
+    """A log line after normalisation: where it came from, its rank and time, its message.
 
-    source: str               # file name as given, `<stdin>` for a pipe
-    lineno: int               # 1-based physical line number in that input
-    text: str                 # the line as the user would see it (colours removed)
-    msg: str                  # the bare message the rules match
-    rank: int | None          # from a rank label, else the file name's, or None
-    host: str | None          # pdsh host label or None
-    ts: float | None          # seconds since the epoch (own or inherited) or None
-    index: int                # position of the input among the job's files
-    task: int | None = None   # an outer rank label around the rank's (srun -l's task id)
+    A plain class rather than a dataclass: `dataclasses` imports `inspect`, which costs a
+    small log's diagnosis more than its lines do.
+    """
+
+    __slots__ = ("source", "lineno", "text", "msg", "rank", "host", "ts", "index", "task")
+
+    def __init__(self, source: str, lineno: int, text: str, msg: str, rank: int | None,
+                 host: str | None, ts: float | None, index: int, task: int | None = None) -> None:
+        self.source = source  # file name as given, `<stdin>` for a pipe
+        self.lineno = lineno  # 1-based physical line number in that input
+        self.text = text      # the line as the user would see it (colours removed)
+        self.msg = msg        # the bare message the rules match
+        self.rank = rank      # from a rank label, else the file name's, or None
+        self.host = host      # pdsh host label or None
+        self.ts = ts          # seconds since the epoch (own or inherited) or None
+        self.index = index    # position of the input among the job's files
+        self.task = task      # an outer rank label around the rank's (srun -l's task id)
+
+    def __repr__(self) -> str:
+        return f"Line({self.source!r}:{self.lineno}, rank={self.rank}, msg={self.msg!r})"
 
 
 def visible_text(raw: str) -> str:
@@ -116,10 +124,24 @@ def visible_text(raw: str) -> str:
     return raw.rstrip()
 
 
+def timegm(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
+    """calendar.timegm of these fields, without importing calendar (and with it datetime and
+    locale) on every run: ValueError for a month or year a date cannot have; the day, hour,
+    minute and second are added as given, as timegm does."""
+    if not (1 <= month <= 12 and 1 <= year <= 9999):
+        raise ValueError(f"no date has year {year}, month {month}")
+    y = year - (month <= 2)  # days from 1970-01-01 to the 1st of the month (proleptic Gregorian)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5
+    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468 + day - 1
+    return ((days * 24 + hour) * 60 + minute) * 60 + second
+
+
 def _iso_seconds(m):
     try:
-        base = calendar.timegm((int(m["y"]), int(m["mo"]), int(m["d"]),
-                                int(m["h"]), int(m["mi"]), int(m["s"]), 0, 0, 0))
+        base = timegm(int(m["y"]), int(m["mo"]), int(m["d"]),
+                      int(m["h"]), int(m["mi"]), int(m["s"]))
     except (ValueError, OverflowError):
         return None
     frac = m["frac"]
@@ -128,8 +150,7 @@ def _iso_seconds(m):
 
 def _syslog_seconds(m):
     # syslog has no year; only order within one file matters, so a fixed year is fine.
-    return calendar.timegm((2000, _MONTHS[m["mon"]], int(m["d"]),
-                            int(m["h"]), int(m["mi"]), int(m["s"]), 0, 0, 0))
+    return timegm(2000, _MONTHS[m["mon"]], int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
 
 
 def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None]:
@@ -138,26 +159,45 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None
     return msg, rank, host, ts
 
 
+# The characters each prefix can start with, so that a line is only asked about the prefixes
+# it could begin with (most messages begin with a capital no prefix starts with): peeling
+# runs on every line, and a dozen failed matches per line cost more than the rest of it.
+_TS_FIRST = frozenset("[0123456789JFMASOND")
+_PREFIX_FIRST = {c: (_RANK_PREFIXES[0], _RANK_PREFIXES[1], _RANK_PREFIXES[5]) for c in "["}
+_PREFIX_FIRST["("] = (_RANK_PREFIXES[4],)
+for _c in "0123456789":
+    _PREFIX_FIRST[_c] = (_SRUN_LABEL, _RANK_PREFIXES[3], _RANK_PREFIXES[6])
+for _c in "abcdefghijklmnopqrstuvwxyz":
+    _PREFIX_FIRST[_c] = (_RANK_PREFIXES[3], _RANK_PREFIXES[6])
+for _c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ])}>|!\"#$%&'*+,-./:;<=?@^_`{~":
+    _PREFIX_FIRST[_c] = ()
+
+
+def _prefixes_for(msg: str) -> tuple:
+    """The rank and host prefix patterns that could match at the start of `msg`, in order."""
+    return _PREFIX_FIRST.get(msg[:1], _RANK_PREFIXES)  # others (space, non-ASCII): all of them
+
+
 def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, float | None]:
     """Split a visible line into (message, rank, task, host, timestamp); see the module docstring."""
     rank = task = host = ts = None
     msg = text
     for _ in range(6):
         before = msg
-        m = _ISO_TS.match(msg)
+        m = _ISO_TS.match(msg) if msg[:1] in _TS_FIRST else None
         if m:
             ts = _iso_seconds(m) if ts is None else ts
             msg = msg[m.end():]
         else:
-            m = _SYSLOG_TS.match(msg)
+            m = _SYSLOG_TS.match(msg) if msg[:1] in _TS_FIRST else None
             if m:
                 ts = _syslog_seconds(m) if ts is None else ts
                 msg = msg[m.end():]
             else:
-                m = _DMESG_TS.match(msg) or _DMESG_HUMAN_TS.match(msg)
+                m = (_DMESG_TS.match(msg) or _DMESG_HUMAN_TS.match(msg)) if msg[:1] == "[" else None
                 if m:
                     msg = msg[m.end():]
-        for pattern in _RANK_PREFIXES:
+        for pattern in _prefixes_for(msg):
             m = pattern.match(msg)
             if m:
                 groups = m.groupdict()
@@ -173,7 +213,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
                 msg = msg[m.end():]
                 break
         if msg == before:
-            m = _PYTEST_E.match(msg)
+            m = _PYTEST_E.match(msg) if msg[:1] == "E" else None
             if m is None:
                 break
             msg = msg[m.end():]
@@ -187,14 +227,14 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
 # driver (`{"log":"...\n","stream":"stderr","time":"..."}`, what `/var/log/containers` holds),
 # the CRI format of containerd / CRI-O (`<RFC3339 time> stderr F <line>`), and a paste copied
 # out of an HTML page (`&#39;`, `&quot;`, `&lt;`).
-_DOCKER_JSON = re.compile(r'^\s*\{"log":\s*"')
-_CRI = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] ")
-_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|quot|amp|lt|gt|apos|nbsp);")
+_DOCKER_JSON = re_compile(r'^\s*\{"log":\s*"')
+_CRI = re_compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] ")
+_ENTITY = re_compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|quot|amp|lt|gt|apos|nbsp);")
 
 
 def unwrap(text: str) -> str:
     """The log line inside a container runtime's record or an HTML-escaped paste."""
-    if _DOCKER_JSON.match(text):
+    if '{"log"' in text and _DOCKER_JSON.match(text):
         try:
             record = json.loads(text)
         except ValueError:
@@ -203,15 +243,16 @@ def unwrap(text: str) -> str:
             line = record["log"].rstrip("\n")
             time = record.get("time")
             text = f"{time} {line}" if isinstance(time, str) else line
-    m = _CRI.match(text)
+    m = _CRI.match(text) if text[:1].isdigit() else None
     if m:
         text = m.group(1) + " " + text[m.end():]
     if "&" in text and _ENTITY.search(text):
+        import html  # html.entities is a large table: only for lines that hold an entity
         text = html.unescape(text)
     return text
 
 
-_ESCAPED_TRACEBACK = re.compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
+_ESCAPED_TRACEBACK = re_compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
 
 
 def normalize(raw_lines: Iterable["RawLine"], index: int = 0,

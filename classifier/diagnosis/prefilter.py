@@ -79,6 +79,14 @@ class _Selector:
         self.budget -= 1
         return RawLine(self.source, lineno, decode_line(data, self.source, self.warnings))
 
+    def whole(self, chunk):
+        """Yield every line of a chunk that holds the whole input (it ends with a newline):
+        what chunk() yields when head and tail cover it all, in one split."""
+        lines = chunk.split(b"\n")
+        lines.pop()  # the empty piece after the final newline
+        for lineno, data in enumerate(lines, self.base + 1):
+            yield self._line(lineno, data)
+
     def chunk(self, chunk, found, last=False, total=None):
         """Yield the selected RawLines of a chunk that ends with a newline.
 
@@ -221,7 +229,7 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
     pieces = itertools.chain([first], pieces)
     if first[1] and first[0].count(b"\n") <= HEAD + TAIL:
         # Head and tail cover every line: nothing to search for.
-        yield from selector.chunk(first[0], {}, True)
+        yield from selector.whole(first[0])
         return
     if callable(finder) and not hasattr(finder, "scan"):
         finder = finder()

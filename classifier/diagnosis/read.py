@@ -5,18 +5,15 @@ UTF-8, tqdm's `\\r` rewrites, lines of megabytes. The reader never stops early a
 most one chunk plus one (capped) line in memory.
 """
 
-import bz2
 import codecs
-import gzip
-import lzma
 import os
 import re
 import stat
 import sys
-import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections import namedtuple
 
+from classifier.precompiled import re_compile
 from classifier.diagnosis.follow import Follow, open_log
 
 CHUNK = 1 << 20
@@ -43,7 +40,7 @@ ZSTD_FEED = 256      # compressed bytes per decompress call: at most ~8 MiB out 
 # characters, it is not a log. Random or compressed bytes score about half.
 SAMPLE_CHARS = 256 * 1024
 NOT_TEXT_SHARE = 0.3
-_CONTROL = re.compile(r"[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")  # tab, LF, FF, CR, ESC are text
+_CONTROL = re_compile(r"[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd]")  # tab, LF, FF, CR, ESC are text
 
 
 # Decompression bounds. Real job logs compress 5-20x (a log of nothing but NCCL INFO lines
@@ -58,14 +55,12 @@ MAX_DECOMPRESSED = 16 << 30
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-@dataclass(frozen=True, slots=True)
-class InputLimits:
+class InputLimits(namedtuple("InputLimits", "max_ratio max_decompressed follow",
+                             defaults=(MAX_RATIO, MAX_DECOMPRESSED, None))):
     """How far the reader goes: how far a compressed input may inflate before it stops with a
     warning, and whether a growing file is read to its size at open or followed (--follow)."""
 
-    max_ratio: float = MAX_RATIO
-    max_decompressed: int = MAX_DECOMPRESSED
-    follow: Follow | None = None
+    __slots__ = ()
 
     @classmethod
     def from_env(cls, ratio: str | None = None, size: str | None = None) -> "InputLimits":
@@ -138,13 +133,13 @@ class Warnings:
         return out
 
 
-@dataclass(slots=True, eq=False)
 class RawLine:
     """One physical line of one input, 1-based, decoded with replacement characters."""
 
-    source: str
-    lineno: int
-    text: str
+    __slots__ = ("source", "lineno", "text")
+
+    def __init__(self, source: str, lineno: int, text: str) -> None:
+        self.source, self.lineno, self.text = source, lineno, text
 
 
 def display_name(path: str) -> str:
@@ -296,14 +291,22 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
                              f"give dsdiag the log files or their directory")
         stream = peeked = _Peeked(head, raw)
         total = 0
+        stream_errors = (EOFError, OSError)
+        # The codec modules are imported only for input that needs them: most logs are text.
         if kind == "zstd":
             stream = _Zstd(stream, display_name(path))
         elif kind == "gzip":
+            import gzip
+            import zlib
             stream = gzip.GzipFile(fileobj=stream)
+            stream_errors += (zlib.error,)
         elif kind == "bz2":
+            import bz2
             stream = bz2.BZ2File(stream)
         elif kind == "xz":
+            import lzma
             stream = lzma.LZMAFile(stream)
+            stream_errors += (lzma.LZMAError,)
         if kind == "utf16":
             # Re-encode to UTF-8 so the line splitter below stays byte-based.
             decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
@@ -320,7 +323,7 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
         while True:
             try:
                 block = read(chunk_size)
-            except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+            except stream_errors as exc:
                 what = "compressed stream ends early" if kind else "read failed"
                 warnings.add("truncated_input",
                              f"{display_name(path)}: {what} ({exc}); diagnosed what could be read")

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from classifier.precompiled import re_compile
 from classifier.vocabulary import EXCEPTION_LINE, EXCEPTION_SUFFIXES, OTHER_FAILURE
 
 if TYPE_CHECKING:
@@ -26,16 +27,25 @@ LEAD = 2            # tail lines kept before its first failure marker
 TAIL = 60           # last meaningful lines kept
 EXCEPTIONS = 20     # exception lines kept (first ones are usually the cause, last the echo)
 
-_CHATTER = re.compile(r" NCCL INFO |\[INFO\]|^INFO[: ]|%\||\bit/s\]|^\{'loss'|^\s*$")
+_ITS = re_compile(r"\bit/s\]")
+
+
+def is_chatter(msg: str) -> bool:
+    """Progress bars, INFO lines, metric dicts and blank lines: never part of a failure.
+
+    Literal tests, not one alternation regex: this runs on every line and is 3x cheaper so."""
+    return (" NCCL INFO " in msg or "[INFO]" in msg or "%|" in msg
+            or msg.startswith(("INFO:", "INFO ", "{'loss'")) or msg.isspace()
+            or ("it/s]" in msg and _ITS.search(msg) is not None))
 _MASKS = (
-    (re.compile(r"0x[0-9a-fA-F]+"), " hexid "),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " ipaddr "),
+    (re_compile(r"0x[0-9a-fA-F]+"), " hexid "),
+    (re_compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " ipaddr "),
     # keep a path's file name only; the look-behind starts a path only at its first character,
     # so a 64 KiB line without a slash is scanned once, not once per character
     # A path starts where no path character precedes it: starting again after each `/` of
     # a long run of them rescans the run (quadratic), and finds no other leftmost match.
-    (re.compile(r"(?<![\w.~/-])(?:[\w.~-]*/)+([\w.-]+)"), r" \1 "),
-    (re.compile(r"\d+(?:\.\d+)?"), " "),
+    (re_compile(r"(?<![\w.~/-])(?:[\w.~-]*/)+([\w.-]+)"), r" \1 "),
+    (re_compile(r"\d+(?:\.\d+)?"), " "),
 )
 
 
@@ -57,7 +67,7 @@ class FailureRegion:
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
         msg = line.msg
-        if not msg or _CHATTER.search(msg):
+        if not msg or is_chatter(msg):
             return
         self.tail.append(line)
         if EXCEPTION_LINE.match(msg):
@@ -87,19 +97,19 @@ class FailureRegion:
 
 
 # An identifier as the model's tokenizer sees it (dots, colons and dashes already split it).
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENT = re_compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The words of one identifier part: `WarmupDecayLR` -> Warmup, Decay, LR; `ProcessGroupNCCL`.
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_WORD = re_compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # A Python traceback frame's tail, also when a wrapped paste cut the `File "` off its start;
 # the path is what precedes it back to a quote or a blank (found without a backtracking regex).
-_FRAME = re.compile(r'\.py", line \d+, in ([\w<>.]+)')
+_FRAME = re_compile(r'\.py", line \d+, in ([\w<>.]+)')
 _PACKAGE_ROOTS = ("site-packages", "dist-packages")
 _FRAME_DEPTH = 3    # path components kept of a frame outside an installed package
 # An exception type anywhere in a line (`raise CalledProcessError(`, `torch.OutOfMemoryError:`).
-_EXCEPTION_NAME = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*([A-Z][A-Za-z0-9]*(?:"
+_EXCEPTION_NAME = re_compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*([A-Z][A-Za-z0-9]*(?:"
                              + "|".join(EXCEPTION_SUFFIXES) + r"))(?=[:\s(]|$)")
 # The class an exception line starts with (`torch._dynamo.exc.Unsupported: ...`).
-_EXCEPTION_HEAD = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)(?::|$)")
+_EXCEPTION_HEAD = re_compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)(?::|$)")
 
 
 def _words(identifier: str) -> list[str]:

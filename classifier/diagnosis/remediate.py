@@ -1,15 +1,15 @@
 """Stage 5: the checklist item and the concrete next steps, filled with values from the log."""
 
-import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
+from classifier.precompiled import re_compile
 from classifier.facts import fact_text, typed_facts
 
 if TYPE_CHECKING:
     from classifier.rules.model import CategoryInfo, Rule
 
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+_PLACEHOLDER = re_compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 # The environment variable that pre-compiles one DeepSpeed op at `pip install` time, by the op's
 # name as logs print it (`Error building extension 'cpu_adam'`, torch_extensions/<name>/): each
@@ -41,12 +41,12 @@ OP_BUILD_VARS = {
     "transformer_inference": "DS_BUILD_TRANSFORMER_INFERENCE",
     "utils": "DS_BUILD_UTILS",
 }
-_OP_IN_PATH = re.compile(r"torch_extensions/[^/]+/(\w+)/|/deepspeed/ops/\S*?(\w+?)_op\.cpython")
+_OP_IN_PATH = re_compile(r"torch_extensions/[^/]+/(\w+)/|/deepspeed/ops/\S*?(\w+?)_op\.cpython")
 # Extensions built against torch whose own install instructions say `--no-build-isolation`
 # (pip would otherwise build them against a throwaway torch): the .so name -> the pip name.
 TORCH_EXTENSIONS = {"flash_attn": "flash-attn"}
 # A mangled name from libstdc++'s C++11 ABI: `std::__cxx11::basic_string` or an `[abi:cxx11]` tag.
-CXX11_ABI = re.compile(r"__cxx11|B5cxx11")
+CXX11_ABI = re_compile(r"__cxx11|B5cxx11")
 
 
 def _as_int(value):

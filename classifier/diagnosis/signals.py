@@ -5,10 +5,10 @@ explain; its final exception is the evidence) and `none` (a healthy log). They a
 torchelastic's "Root Cause (first observed failure)" summary, which names the failing rank.
 """
 
-import re
 from collections import deque
 from typing import TYPE_CHECKING
 
+from classifier.precompiled import re_compile
 from classifier.vocabulary import (ECHO, EXCEPTION_LINE, MARKER_HINT, OTHER_FAILURE, PROGRESS, ROOT_CAUSE,
                                   ROOT_FIELD, ROOT_FIELD_LINES, RUN_END, SUCCESS)
 
@@ -20,7 +20,7 @@ END_LINES = 40  # an input's last non-empty lines, where a run that finished say
 # A run saying it trains in bf16: DeepSpeed's config dump (`bfloat16_config ... enabled=True` in
 # 0.19, `bfloat16_enabled ... True` in older releases), its BF16 optimizer, HF's TrainingArguments
 # (`bf16=True,`) and Megatron's argument dump (`bf16 ..... True`).
-BF16_RUN = re.compile(r"\bbfloat16_(?:config\s+\.+\s+enabled=True|enabled\s+\.+\s+True)\b|"
+BF16_RUN = re_compile(r"\bbfloat16_(?:config\s+\.+\s+enabled=True|enabled\s+\.+\s+True)\b|"
                       r"Creating BF16 optimizer|^\s*bf16=True,?\s*$|^\s*bf16\s+\.+\s+True\s*$")
 
 

@@ -22,9 +22,9 @@ fires on the exception itself, message or not: a traceback cut before its last l
 bare `AssertionError`, is still diagnosed by its frames (and says so in its facts).
 """
 
-import re
 from typing import TYPE_CHECKING
 
+from classifier.precompiled import re_compile
 from classifier.diagnosis.match import Hit
 from classifier.diagnosis.traceback import TracebackCollector
 from classifier.diagnosis.trends import TrendHits
@@ -39,7 +39,7 @@ MAX_PENDING = 4096  # pattern hits awaiting their structure check, per job
 
 
 # /usr/lib/python3.10/os.py, conda's D:/envs/x/lib/json/decoder.py, C:/Python311/Lib/os.py
-_STDLIB = re.compile(r"(?i)(?:^|/)lib/(?!python\d(?:\.\d+)?/(?:site|dist)-packages/)"
+_STDLIB = re_compile(r"(?i)(?:^|/)lib/(?!python\d(?:\.\d+)?/(?:site|dist)-packages/)"
                      r"(?:python\d(?:\.\d+)?/)?(?!(?:site|dist)-packages/)\w+(?:\.py$|/)|^<frozen ")
 
 
@@ -182,7 +182,7 @@ class DeferredHits:
         return out
 
 
-_DECODE_ERROR = re.compile(r"(?:JSONDecodeError|HjsonDecodeError|YAMLError|ScannerError|ParserError)$")
+_DECODE_ERROR = re_compile(r"(?:JSONDecodeError|HjsonDecodeError|YAMLError|ScannerError|ParserError)$")
 
 
 def reader_steps(final: "Line", records: list["Raised"]) -> list[str]:

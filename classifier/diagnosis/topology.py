@@ -9,49 +9,50 @@ each spawned process with its `--local_rank`), torchelastic's failure blocks (`h
 `rank :`), Slurm's node list for `srun -l` task ids, and file names (`node-b.rank2.log`).
 """
 
-import ast
 import os
 import re
 from typing import TYPE_CHECKING
+
+from classifier.precompiled import re_compile
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
 
 # syslog / journald: `May  1 03:14:15 node-3 kernel: ...`, `2026-05-01T03:14:15+00:00 node-3 kernel:`
-_SYSLOG_HOST = re.compile(r"(?:[A-Z][a-z]{2}\s+\d{1,2}\s\d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*)"
+_SYSLOG_HOST = re_compile(r"(?:[A-Z][a-z]{2}\s+\d{1,2}\s\d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*)"
                           r"\s+(?P<host>[A-Za-z][\w.-]*)\s+kernel:")
 # NCCL prefixes every INFO/WARN line with `hostname:pid:tid [cudaDev]` (src/debug.cc).
-_NCCL_PREFIX = re.compile(r"(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+\s+\[(?P<dev>\d+)\]\s+NCCL\s")
-_NCCL_COMM = re.compile(r"\bcomm\s+0x[0-9a-f]+\s+rank\s+(?P<rank>\d+)\s+nranks\s+(?P<nranks>\d+)"
+_NCCL_PREFIX = re_compile(r"(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+\s+\[(?P<dev>\d+)\]\s+NCCL\s")
+_NCCL_COMM = re_compile(r"\bcomm\s+0x[0-9a-f]+\s+rank\s+(?P<rank>\d+)\s+nranks\s+(?P<nranks>\d+)"
                         r"\s+cudaDev\s+\d+\s+(?:nvmlDev\s+\d+\s+)?busId\s+(?P<bus>[0-9a-f]+)")
 # DeepSpeed launcher/launch.py and runner.py
-_WORLD_INFO = re.compile(r"WORLD INFO DICT:\s*(?P<dict>\{.*\})")
-_GLOBAL_MAP = re.compile(r"global_rank_mapping=(?:defaultdict\(<class 'list'>,\s*)?(?P<dict>\{.*?\})")
-_NODE_RANK = re.compile(r"nnodes=(?P<nnodes>\d+),\s*num_local_procs=(?P<procs>\d+),\s*node_rank=(?P<node>\d+)")
-_SPAWNED = re.compile(r"process\s+(?P<pid>\d+)\s+spawned with command:.*?--local_rank[= ](?P<local>\d+)")
-_WORLD = re.compile(r"\b(?:dist_world_size|WORLD_SIZE|world_size)\s*[=:]\s*(?P<n>\d+)")
+_WORLD_INFO = re_compile(r"WORLD INFO DICT:\s*(?P<dict>\{.*\})")
+_GLOBAL_MAP = re_compile(r"global_rank_mapping=(?:defaultdict\(<class 'list'>,\s*)?(?P<dict>\{.*?\})")
+_NODE_RANK = re_compile(r"nnodes=(?P<nnodes>\d+),\s*num_local_procs=(?P<procs>\d+),\s*node_rank=(?P<node>\d+)")
+_SPAWNED = re_compile(r"process\s+(?P<pid>\d+)\s+spawned with command:.*?--local_rank[= ](?P<local>\d+)")
+_WORLD = re_compile(r"\b(?:dist_world_size|WORLD_SIZE|world_size)\s*[=:]\s*(?P<n>\d+)")
 # torchelastic: `failed (exitcode: -9) local_rank: 3 (pid: 2001) of binary`, and its summary
 # blocks, which print `host : node-3` and then `rank : 5 (local_rank: 5)`.
-_ELASTIC_FAILED = re.compile(r"failed \(exitcode: -?\d+\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
-_FIELD_HOST = re.compile(r"^host\s*:\s*(?P<host>[A-Za-z0-9][\w.-]*)\s*$")
-_FIELD_RANK = re.compile(r"^rank\s*:\s*(?P<rank>\d+)")
-_FIELD_EXIT = re.compile(r"^exitcode\s*:\s*-?\d+\s*\(pid:\s*(?P<pid>\d+)\)")
+_ELASTIC_FAILED = re_compile(r"failed \(exitcode: -?\d+\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
+_FIELD_HOST = re_compile(r"^host\s*:\s*(?P<host>[A-Za-z0-9][\w.-]*)\s*$")
+_FIELD_RANK = re_compile(r"^rank\s*:\s*(?P<rank>\d+)")
+_FIELD_EXIT = re_compile(r"^exitcode\s*:\s*-?\d+\s*\(pid:\s*(?P<pid>\d+)\)")
 # torchelastic's agent, once the rendezvous is done: `Rendezvous complete for workers. Result:
 # restart_count=0 ... group_rank=1 ... global_ranks=[8, 9, ...] ... global_world_sizes=[16, ...]`
-_RDZV_RANKS = re.compile(r"\bglobal_ranks=\[(?P<ranks>[\d, ]+)\]")
-_RDZV_WORLD = re.compile(r"\bglobal_world_sizes=\[(?P<n>\d+)")
+_RDZV_RANKS = re_compile(r"\bglobal_ranks=\[(?P<ranks>[\d, ]+)\]")
+_RDZV_WORLD = re_compile(r"\bglobal_world_sizes=\[(?P<n>\d+)")
 # Slurm's node list and layout, as a batch script's `env` or `scontrol show job` print them.
-_NODELIST = re.compile(r"\b(?:SLURM_JOB_NODELIST|SLURM_NODELIST|NodeList)=(?P<list>\S+)")
-_TASKS_PER_NODE = re.compile(r"\b(?:SLURM_TASKS_PER_NODE|SLURM_NTASKS_PER_NODE)=(?P<n>\d+)")
-_HOSTLIKE = re.compile(r"^[a-z][a-z0-9-]*$")
-_NOT_HOST = re.compile(r"^(?:rank|task|proc|slurm|job|log|logs|out|err|stdout|stderr|train|worker)\b|\d{4,}")
-_RANK_PART = re.compile(r"^(?:rank|task|proc)[-_]?\d+$")
+_NODELIST = re_compile(r"\b(?:SLURM_JOB_NODELIST|SLURM_NODELIST|NodeList)=(?P<list>\S+)")
+_TASKS_PER_NODE = re_compile(r"\b(?:SLURM_TASKS_PER_NODE|SLURM_NTASKS_PER_NODE)=(?P<n>\d+)")
+_HOSTLIKE = re_compile(r"^[a-z][a-z0-9-]*$")
+_NOT_HOST = re_compile(r"^(?:rank|task|proc|slurm|job|log|logs|out|err|stdout|stderr|train|worker)\b|\d{4,}")
+_RANK_PART = re_compile(r"^(?:rank|task|proc)[-_]?\d+$")
 _LOG_KIND = frozenset({"dmesg", "syslog", "kern", "messages", "journal"})
 _KINDS = r"(?:dmesg|syslog|kern|kernel|messages|journal)"
 # a kernel log's host in the same dotted part: `node-3-dmesg`, `dmesg_node-3` (a rank file's
 # host only as its own part, `node-3.rank5.log`: `exp-7_rank5.log` names a run, not a host)
-_HOST_AND_KIND = (re.compile(r"^(?P<host>[a-z][a-z0-9-]*?)[_-]" + _KINDS + "$"),
-                  re.compile(r"^" + _KINDS + r"[_-](?P<host>[a-z][a-z0-9-]*)$"))
+_HOST_AND_KIND = (re_compile(r"^(?P<host>[a-z][a-z0-9-]*?)[_-]" + _KINDS + "$"),
+                  re_compile(r"^" + _KINDS + r"[_-](?P<host>[a-z][a-z0-9-]*)$"))
 
 
 def expand_hostlist(text: str) -> list[str]:
@@ -175,6 +176,7 @@ class Topology:
     def _feed_launcher(self, msg, host):
         m = _WORLD_INFO.search(msg) or _GLOBAL_MAP.search(msg)
         if m:
+            import ast  # only a launcher's world-info line needs a literal read
             try:
                 mapping = ast.literal_eval(m["dict"])
             except (ValueError, SyntaxError):

@@ -18,11 +18,10 @@ kept with `cut=True`: its frames alone can still decide (classifier.diagnosis.st
 Memory is bounded: MAX_FRAMES innermost frames per exception, MAX_RECORDS per job.
 """
 
-import re
 from collections import deque
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from classifier.precompiled import re_compile
 from classifier.vocabulary import EXCEPTION_LINE
 
 if TYPE_CHECKING:
@@ -31,31 +30,33 @@ if TYPE_CHECKING:
 MAX_FRAMES = 40
 MAX_RECORDS = 512
 
-_START = re.compile(r"Traceback \(most recent call last\):?\s*$")
-_IPY_START = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
-_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
-_IPY_FRAME = re.compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
+_START = re_compile(r"Traceback \(most recent call last\):?\s*$")
+_IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
+_PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
-_IPY_ARROW = re.compile(r"^-+> ?\d+\s+(?P<src>.+)$")
-_CPP_RAISED = re.compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
-_CPP_FRAME = re.compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
+_IPY_ARROW = re_compile(r"^-+> ?\d+\s+(?P<src>.+)$")
+_CPP_RAISED = re_compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
+_CPP_FRAME = re_compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
                         r"(?P<file>[^)]*)\)")
 # pytest's own frame lines (`--tb=long|short`): `tests/test_x.py:42: in test_step`.
-_PYTEST_FRAME = re.compile(r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)$")
-_CHAIN = re.compile(r"^During handling of the above exception|"
+_PYTEST_FRAME = re_compile(r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)$")
+_CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
-_EXC_PARTS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
-_NOISE = re.compile(r"^\s*[~^]+\s*$|^\s*$")
+_EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
+_NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
 
 
-@dataclass(slots=True, eq=False)
 class Frame:
     """One frame: where (file with forward slashes, function, line) and its source line."""
 
-    file: str
-    func: str
-    line: int | None = None
-    source: str = ""
+    __slots__ = ("file", "func", "line", "source")
+
+    def __init__(self, file: str, func: str, line: int | None = None, source: str = "") -> None:
+        self.file, self.func, self.line, self.source = file, func, line, source
+
+    def __repr__(self) -> str:
+        return f"Frame({self.file!r}, {self.func!r}, {self.line!r})"
 
     @property
     def where(self) -> str:
@@ -63,20 +64,26 @@ class Frame:
         return f"{self.file}:{self.func}"
 
 
-@dataclass(slots=True, eq=False)
 class Raised:
     """One exception of a job: its type and message (None when the paste was cut), frames."""
 
-    source: str
-    rank: int | None
-    host: str | None
-    first: "Line"                       # the traceback's first line
-    frames: deque = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
-    type: str | None = None
-    message: str = ""
-    line: "Line | None" = None          # the exception line, when the paste has it
-    chained: bool = False               # raised while handling an earlier exception
-    last: "Line | None" = None          # the last line that belonged to it
+    __slots__ = ("source", "rank", "host", "first", "frames", "type", "message", "line",
+                 "chained", "last")
+
+    def __init__(self, source: str, rank: int | None, host: str | None, first: "Line",
+                 type: str | None = None, message: str = "", line: "Line | None" = None,
+                 chained: bool = False, last: "Line | None" = None) -> None:
+        self.source, self.rank, self.host = source, rank, host
+        self.first = first                                # the traceback's first line
+        self.frames: deque = deque(maxlen=MAX_FRAMES)
+        self.type = type
+        self.message = message
+        self.line = line        # the exception line, when the paste has it
+        self.chained = chained  # raised while handling an earlier exception
+        self.last = last        # the last line that belonged to it
+
+    def __repr__(self) -> str:
+        return f"Raised({self.type!r}, {self.message!r}, frames={len(self.frames)})"
 
     @property
     def cut(self) -> bool:
@@ -121,11 +128,12 @@ class TracebackCollector:
         """Inspect one normalised line."""
         msg = line.msg.strip()
         state = self._open.setdefault((line.source, line.rank), _Open())
-        ipy = _IPY_START.match(msg)
-        if ipy or _START.search(msg):
+        # Literal tests first: every line comes here and few are part of a traceback.
+        ipy = _IPY_START.match(msg) if "Traceback" in msg else None
+        if ipy or ("Traceback" in msg and _START.search(msg)):
             self._start(state, line, ipy.group("type") if ipy else None)
             return
-        if _CHAIN.match(msg):
+        if msg[:1] in ("D", "T") and _CHAIN.match(msg):
             self._close(state)
             state.chain_next = True
             return
@@ -165,6 +173,11 @@ class TracebackCollector:
 
     @staticmethod
     def _frame(msg: str) -> Frame | None:
+        # What each frame form must hold: `File "`, ` in ` (pytest, IPython, Python), `frame #`
+        # (c10), `Exception raised from` (c10's raise site).
+        if not ("File \"" in msg or " in " in msg or "frame #" in msg
+                or "Exception raised from " in msg):
+            return None
         for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _IPY_FRAME, _CPP_FRAME):
             m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
             if m:

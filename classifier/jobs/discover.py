@@ -44,19 +44,20 @@ jobs of its sub-directories.
 import os
 import re
 
+from classifier.precompiled import re_compile
 from classifier.ranks import COMPRESSED, mask_rank, rank_from_path
 
 MAX_DEPTH = 6
-LOG_NAME = re.compile(r"^[^.].*\.(?:log|out|err|txt)" + COMPRESSED + r"$", re.IGNORECASE)
-_ATTEMPT = re.compile(r"^attempt_(\d+)$")
-_RANK_DIR = re.compile(r"^\d+$")
-_STREAM_NAME = re.compile(r"^(?:stdout|stderr)\.log" + COMPRESSED + r"$")
+LOG_NAME = re_compile(r"^[^.].*\.(?:log|out|err|txt)" + COMPRESSED + r"$", re.IGNORECASE)
+_ATTEMPT = re_compile(r"^attempt_(\d+)$")
+_RANK_DIR = re_compile(r"^\d+$")
+_STREAM_NAME = re_compile(r"^(?:stdout|stderr)\.log" + COMPRESSED + r"$")
 # tempfile.mkdtemp(prefix=f"{run_id}_") appends 8 characters of [a-z0-9_].
-_TORCHRUN_RUN_DIR = re.compile(r"^.+_[a-z0-9_]{8}$")
-_DIGITS = re.compile(r"(\d+)")
-_LOG_SUFFIX = re.compile(r"\.(?:log|out|err|txt)" + COMPRESSED + r"$", re.IGNORECASE)
-_SLURM_JOB_KEY = re.compile(r"^slurm-\d+(?:_\d+)?$")  # slurm-%j / slurm-%A_%a, suffix dropped
-_TORCHRUN_FILE = re.compile(r"(?:^|/)\d+/(?:stdout|stderr)\.log" + COMPRESSED + r"$")
+_TORCHRUN_RUN_DIR = re_compile(r"^.+_[a-z0-9_]{8}$")
+_DIGITS = re_compile(r"(\d+)")
+_LOG_SUFFIX = re_compile(r"\.(?:log|out|err|txt)" + COMPRESSED + r"$", re.IGNORECASE)
+_SLURM_JOB_KEY = re_compile(r"^slurm-\d+(?:_\d+)?$")  # slurm-%j / slurm-%A_%a, suffix dropped
+_TORCHRUN_FILE = re_compile(r"(?:^|/)\d+/(?:stdout|stderr)\.log" + COMPRESSED + r"$")
 
 
 def is_log_name(name: str) -> bool:

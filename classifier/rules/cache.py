@@ -7,7 +7,6 @@ directory, a corrupt or truncated file, or a key that does not match mean "build
 never an error.
 """
 
-import hashlib
 import json
 import os
 import time
@@ -15,6 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from classifier import __version__
+
+try:  # the built-in module: `import hashlib` loads OpenSSL, a few ms of every run
+    from _sha256 import sha256
+except ImportError:  # Python 3.12 and later call it _sha2; hashlib has it everywhere
+    from hashlib import sha256
 
 FORMAT = 1  # bump when the layout of what is cached changes
 STALE_DAYS = 30  # other cache files of a kind untouched this long go when a new one is written
@@ -37,7 +41,7 @@ def cache_dir() -> Path | None:
 
 def cache_key(*parts: bytes) -> str:
     """sha256 over this dsdiag's version, the cache format and `parts` (each length-prefixed)."""
-    digest = hashlib.sha256(f"dsdiag {__version__} cache {FORMAT}\0".encode())
+    digest = sha256(f"dsdiag {__version__} cache {FORMAT}\0".encode())
     for part in parts:
         digest.update(len(part).to_bytes(8, "big") + part)
     return digest.hexdigest()

@@ -5,13 +5,13 @@ file as `path:line:col: message` instead of stopping at the first, so a rule aut
 the whole list in one run.
 """
 
-import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from classifier.rules.cache import cache_key, read_cached, write_cached
+from classifier.rules.cache import cache_key, read_cached, sha256, write_cached
+from classifier.rules import regexcode
 from classifier.rules.lint import check_regexes
 from classifier.rules.model import (STRUCTURE_FLAGS, STRUCTURE_LISTS, STRUCTURE_ONE, CategoryInfo,
                                     Rule, RuleSet)
@@ -340,7 +340,7 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
     problems = []
     rules, seen = [], set()
     categories = {}
-    digest = hashlib.sha256()
+    digest = sha256()
     for directory in dirs:
         if not directory.is_dir():
             problems.append(f"{directory}:1:1: not a directory")
@@ -350,8 +350,10 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
         for path, raw in files:
             digest.update(path.name.encode() + b"\0" + (raw or b""))
         cacheable = is_builtin and not check_builtin and None not in (raw for _, raw in files)
-        key = cache_key(digest.digest(), *_validator_sources()) if cacheable else ""
+        # The key covers the regex release too: the compiled code kept beside the rules depends on it.
+        key = cache_key(digest.digest(), regexcode.release(), *_validator_sources()) if cacheable else ""
         loaded = _from_cache(directory, files, key) if cacheable else None
+        record_code = cacheable and loaded is None
         if loaded is None:
             loaded = []
             for path, raw in files:
@@ -364,11 +366,18 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
                 write_cached("rules", key, [(p.name, _strip_examples(d)) for p, d in loaded])
         else:
             seen.update(rule["id"] for _, data in loaded for rule in data["rules"])
+            regexcode.load(key)
         for path, data in loaded:
             info = CategoryInfo(data, categories.get(data["category"]))
             if is_builtin:
                 categories[data["category"]] = info
-            rules += [Rule(rule, data["category"], str(path), info) for rule in data["rules"]]
+            rules += [Rule(rule, data["category"], str(path), info, is_builtin)
+                      for rule in data["rules"]]
+        if record_code and not problems:
+            # First run with these rule files: keep their regexes' compiled code for later runs.
+            table = regexcode.record(p for r in rules for p in r.regex_sources())
+            write_cached(regexcode.KIND, key, table)
+            regexcode.use(key, table)
     if problems:
         raise RuleError(problems)
     return RuleSet(rules, categories, "sha256:" + digest.hexdigest()[:12])

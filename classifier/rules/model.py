@@ -4,7 +4,7 @@ matcher and the prefilter build from them."""
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import regex
+from classifier.rules import regexcode
 
 if TYPE_CHECKING:
     from classifier.diagnosis.match import KeywordIndex
@@ -17,9 +17,10 @@ class Rule:
     __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "select",
                  "remediation",
                  "_examples", "path", "info", "_structure_data", "_structure", "trend",
-                 "_sources", "_compiled")
+                 "_sources", "_compiled", "builtin")
 
-    def __init__(self, data: dict, category: str, path: str, info: "CategoryInfo") -> None:
+    def __init__(self, data: dict, category: str, path: str, info: "CategoryInfo",
+                 builtin: bool = False) -> None:
         self.id = data["id"]
         self.category = category
         self.title = data["title"]
@@ -44,6 +45,9 @@ class Rule:
         self._examples = (data["examples"] or {}) if "examples" in data else None
         self.path = path
         self.info = info  # the checklist and steps of the file this rule came from
+        # Shipped with dsdiag: linted and fuzzed by the suite, so trusted with short texts
+        # (classifier.diagnosis.budget); a user's rule is always searched with a timeout.
+        self.builtin = builtin
 
     @property
     def examples(self) -> dict[str, Any]:
@@ -56,7 +60,8 @@ class Rule:
         # Compiling ~400 regexes costs more than scanning an ordinary log, so a rule compiles
         # its own only when one of its keywords first occurs.
         if self._compiled is None:
-            self._compiled = tuple(tuple(regex.compile(p) for p in group) for group in self._sources)
+            self._compiled = tuple(tuple(regexcode.compile(p) for p in group)
+                                   for group in self._sources)
         return self._compiled
 
     @property
@@ -65,6 +70,16 @@ class Rule:
         if self._structure is None and self._structure_data is not None:
             self._structure = compile_structure(self._structure_data)
         return self._structure
+
+    def regex_sources(self) -> list[str]:
+        """Every regex the rule may compile: patterns, exclusions, context and structure."""
+        out = [p for group in self._sources for p in group]
+        for key, value in (self._structure_data or {}).items():
+            if key in STRUCTURE_LISTS:
+                out.extend(value)
+            elif key not in STRUCTURE_FLAGS:
+                out.append(value)
+        return out
 
     @property
     def has_patterns(self) -> bool:
@@ -116,11 +131,11 @@ def compile_structure(data: dict) -> dict:
     out = {}
     for key, value in data.items():
         if key in STRUCTURE_LISTS:
-            out[key] = tuple(regex.compile(p) for p in value)
+            out[key] = tuple(regexcode.compile(p) for p in value)
         elif key in STRUCTURE_FLAGS:
             out[key] = value
         else:
-            out[key] = regex.compile(value)
+            out[key] = regexcode.compile(value)
     return out
 
 

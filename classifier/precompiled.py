@@ -1,0 +1,94 @@
+"""Our own `re` patterns rebuilt from their compiled code instead of parsed again.
+
+A small log's diagnosis compiles about 150 patterns of dsdiag's own (prefix forms, launcher
+lines, the keyword trie); Python's `re` parses each one in Python, which took longer than
+reading and matching the log. The code the parser produces depends only on the pattern, its
+flags and the Python release, so the first run records it in the cache directory
+(classifier.rules.cache) and later runs hand it straight to the C engine (`_sre`), the same
+call `re.compile` ends in. A pattern not yet recorded, another Python, an unreadable table or a
+`re` whose internals differ mean a plain `re.compile`, never an error; the suite checks every
+rebuilt pattern equals (code included) what `re.compile` makes.
+"""
+
+import re
+import sys
+from array import array
+from base64 import b64decode, b64encode
+
+KIND = "re-code"
+MAX_ENTRIES = 4096  # dynamic patterns (a keyword's word-start form) join the table too
+MAX_CODE = 8192     # longer code (the pure-Python keyword trie) is not kept: every run reads the table
+_table: dict | None = None  # "flags:pattern" -> recorded arguments, once read
+_new: dict = {}             # recorded by this process, written at exit
+
+
+def _key() -> str:
+    from classifier.rules.cache import cache_key
+    return cache_key(f"python {sys.version} {getattr(re._compiler, 'MAGIC', '')}".encode())
+
+
+def _load() -> dict:
+    global _table
+    if _table is None:
+        from classifier.rules.cache import read_cached
+        data = read_cached(KIND, _key())
+        _table = data if isinstance(data, dict) else {}
+    return _table
+
+
+def _record(pattern: str, flags: int):
+    """What re's compiler hands to _sre.compile for this pattern, encoded for JSON; or None."""
+    from re import _compiler, _parser
+    p = _parser.parse(pattern, flags)
+    code = _compiler._code(p, flags)
+    groupindex = dict(p.state.groupdict)
+    if array("I").itemsize != _compiler._sre.CODESIZE or len(code) > MAX_CODE:
+        return None
+    return [flags | p.state.flags, b64encode(array("I", code).tobytes()).decode(),
+            p.state.groups - 1, sorted(groupindex.items())]
+
+
+def _rebuild(pattern: str, entry) -> "re.Pattern":
+    flags, code, groups, groupindex = entry
+    groupindex = {name: int(index) for name, index in groupindex}
+    indexgroup = [None] * (groups + 1)
+    for name, index in groupindex.items():
+        indexgroup[index] = name
+    return re._compiler._sre.compile(pattern, flags, array("I", b64decode(code)).tolist(),
+                                     groups, groupindex, tuple(indexgroup))
+
+
+def re_compile(pattern: str, flags: int = 0) -> "re.Pattern":
+    """`re.compile(pattern, flags)` for a str pattern, from recorded code where there is some."""
+    flags = int(flags)
+    if not isinstance(pattern, str):  # bytes patterns are rare here: compile them as usual
+        return re.compile(pattern, flags)
+    name = f"{flags}:{pattern}"
+    entry = _load().get(name)
+    if entry is not None:
+        try:
+            return _rebuild(pattern, entry)
+        except (AttributeError, TypeError, ValueError, OverflowError, RuntimeError):
+            _table.pop(name, None)  # a damaged entry: compile it as usual
+    compiled = re.compile(pattern, flags)
+    if len(_table) + len(_new) < MAX_ENTRIES:
+        try:
+            entry = _record(pattern, flags)
+        except (AttributeError, TypeError, ValueError, re.error):
+            entry = None  # internals not as expected: this pattern is simply not kept
+        if entry is not None:
+            if not _new:
+                import atexit
+                atexit.register(save)
+            _new[name] = entry
+    return compiled
+
+
+def save() -> bool:
+    """Write what this process recorded, merged with the table read at start (at exit)."""
+    if not _new:
+        return False
+    from classifier.rules.cache import write_cached
+    merged = {**_load(), **_new}
+    _new.clear()
+    return write_cached(KIND, _key(), merged)

@@ -1,0 +1,109 @@
+"""Patterns rebuilt from recorded code (classifier.precompiled, classifier.rules.regexcode)
+are the patterns a fresh compile makes, and a damaged table only costs a compile."""
+
+import calendar
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+import regex
+
+from classifier import precompiled
+from classifier.diagnosis.normalize import timegm
+from classifier.rules import regexcode
+from classifier.rules.load import default_rules
+from conftest import ROOT
+
+SAMPLES = ["[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+           "2024-10-02T14:00:00.123Z host-1:42:42 [3] NCCL INFO Channel 00/0 : 0[0] -> 1[1]",
+           '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/config.py", line 9',
+           "RuntimeError: Ninja is required to load C++ extensions", "", "x" * 300]
+
+
+def _own_patterns():
+    """Every `re_compile` pattern dsdiag's modules made in this process, with its flags."""
+    import classifier.diagnosis.diagnose  # noqa: F401 - imports every module of the pipeline
+    return [key.split(":", 1) for key in {**precompiled._load(), **precompiled._new}]
+
+
+def test_rebuilt_stdlib_patterns_equal_a_fresh_compile():
+    pairs = _own_patterns()
+    assert len(pairs) > 100
+    for flags, pattern in pairs:
+        entry = precompiled._record(pattern, int(flags))
+        rebuilt = precompiled._rebuild(pattern, entry)
+        fresh = re.compile(pattern, int(flags))
+        # Pattern equality compares the pattern, its flags and its compiled code.
+        assert rebuilt == fresh, pattern
+        assert rebuilt.groupindex == fresh.groupindex and rebuilt.groups == fresh.groups
+        for text in SAMPLES:
+            got, want = rebuilt.search(text), fresh.search(text)
+            assert (got and got.span()) == (want and want.span())
+
+
+def test_a_damaged_entry_falls_back_to_compiling(monkeypatch):
+    table = {"0:a(?P<x>b)c": [32, "not base64!", 1, [["x", 1]]]}
+    monkeypatch.setattr(precompiled, "_table", table)
+    monkeypatch.setattr(precompiled, "_new", {})
+    got = precompiled.re_compile("a(?P<x>b)c")
+    assert got == re.compile("a(?P<x>b)c") and got.search("zabc")["x"] == "b"
+    assert "0:a(?P<x>b)c" not in table
+
+
+def test_bytes_patterns_are_compiled_as_usual():
+    assert precompiled.re_compile(rb"ab+") == re.compile(rb"ab+")
+
+
+def test_rule_regexes_rebuilt_from_code_match_like_parsed_ones():
+    rules = default_rules()
+    sources = sorted({p for rule in rules.rules for p in rule.regex_sources()})
+    table = regexcode.record(sources)
+    assert len(table) == len(sources)  # this regex release's internals are the ones we know
+    regexcode.use("test", table)
+    try:
+        for rule in rules.rules:
+            examples = rule.examples
+            texts = SAMPLES + [t for t in (examples.get("match") or []) + (examples.get("no_match") or [])
+                               if isinstance(t, str)]
+            for pattern in rule.regex_sources():
+                rebuilt, fresh = regexcode.compile(pattern), regex.compile(pattern)
+                assert rebuilt is not fresh and rebuilt.pattern == fresh.pattern
+                assert rebuilt.flags == fresh.flags and rebuilt.groupindex == fresh.groupindex
+                for text in texts:
+                    got, want = rebuilt.search(text), fresh.search(text)
+                    assert (got and (got.span(), got.groupdict())) == \
+                        (want and (want.span(), want.groupdict())), (rule.id, pattern, text)
+    finally:
+        regexcode.load("")
+
+
+def test_timegm_is_calendars():
+    rng = random.Random(7)
+    for _ in range(20000):
+        fields = (rng.randint(1, 9999), rng.randint(1, 12), rng.randint(0, 40),
+                  rng.randint(0, 30), rng.randint(0, 99), rng.randint(0, 99))
+        assert timegm(*fields) == calendar.timegm(fields + (0, 0, 0))
+    for year, month in ((2020, 0), (2020, 13), (0, 5), (10000, 1)):
+        with pytest.raises(ValueError):
+            timegm(year, month, 1, 0, 0, 0)
+
+
+def test_a_small_log_diagnosis_skips_the_slow_stdlib_imports(tmp_path):
+    # Each of these cost a small log's run milliseconds (inspect via dataclasses, OpenSSL via
+    # hashlib, ...); a diagnosis from a warm cache needs none of them.
+    probe = ("import sys, io\nfrom classifier.cli import main\n"
+             "sys.stdout = io.StringIO()\nmain(['--format', 'json', sys.argv[1]])\n"
+             "sys.stdout = sys.__stdout__\n"
+             "print(','.join(m for m in ('inspect', 'dataclasses', 'hashlib', 'platform', "
+             "'calendar', 'pickle', 'gzip', 'lzma', 'bz2', 'yaml') if m in sys.modules))")
+    log = ROOT / "examples" / "zero3_oom_rank3_of_16.log"
+    env_cache = {"DSDIAG_CACHE_DIR": str(tmp_path)}
+    import os
+    env = {**os.environ, **env_cache}
+    for _ in range(2):  # the first run builds the caches
+        proc = subprocess.run([sys.executable, "-c", probe, str(log)], capture_output=True,
+                              text=True, cwd=ROOT, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""
