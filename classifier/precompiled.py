@@ -16,7 +16,9 @@ from array import array
 from base64 import b64decode, b64encode
 
 KIND = "re-code"
-MAX_ENTRIES = 4096  # dynamic patterns (a keyword's word-start form) join the table too
+# Module-level patterns and the word-start form of each rule keyword (classifier.diagnosis.match)
+# are kept; patterns built from a log's own text are compiled with plain re.compile.
+MAX_ENTRIES = 2048
 MAX_CODE = 8192     # longer code (the pure-Python keyword trie) is not kept: every run reads the table
 _table: dict | None = None  # "flags:pattern" -> recorded arguments, once read
 _new: dict = {}             # recorded by this process, written at exit

@@ -133,7 +133,8 @@ ROOT_FIELD_LINES = 8
 
 def _hint(terms):
     """A regex on the lower-cased line that finds a gate of any of `terms`: a cheap first test."""
-    literals = sorted({g for t in terms for g in t.gates}, key=len, reverse=True)
+    # Ties in a fixed order: the same pattern every run (classifier.precompiled keeps it).
+    literals = sorted({g for t in terms for g in t.gates}, key=lambda g: (-len(g), g))
     patterns = sorted({t.gate_pattern for t in terms if t.gate_pattern})
     return re_compile("|".join([re.escape(g) for g in literals] + patterns))
 

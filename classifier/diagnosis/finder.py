@@ -10,7 +10,6 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from classifier.precompiled import re_compile
 from classifier.diagnosis.hsdb import load_database
 from classifier.diagnosis.match import CONTEXT_LINES, keyword_gate, trie_regex
 from classifier.vocabulary import ROOT_FIELD_LINES
@@ -44,16 +43,16 @@ class PurePythonFinder:
         # a gate matches holds its hint; the gate then decides.
         by_literal, self._patterns = {}, []
         for literal, pattern, gate, reach in gates:
-            compiled = (re_compile(gate.encode("utf-8"), re.M), reach)
+            compiled = (re.compile(gate.encode("utf-8"), re.M), reach)
             if literal is not None:
                 by_literal.setdefault(literal.encode("utf-8"), []).append(compiled)
             else:
-                self._patterns.append((re_compile(pattern.encode("utf-8")), compiled))
+                self._patterns.append((re.compile(pattern.encode("utf-8")), compiled))
         self._gates = by_literal
         trie = trie_regex(sorted(lit.decode("utf-8") for lit in by_literal)).encode("utf-8")
         hints = [trie] + [p.pattern for p, _ in self._patterns]
-        self._hint = re_compile(b"|".join(hints))
-        self._literals = re_compile(b"(?=(" + trie + b"))")
+        self._hint = re.compile(b"|".join(hints))
+        self._literals = re.compile(b"(?=(" + trie + b"))")
 
     def _reach(self, line: bytes, low: bytes) -> Reach | None:
         found = [g for literal in dict.fromkeys(self._literals.findall(low))

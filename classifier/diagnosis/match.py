@@ -157,7 +157,7 @@ class KeywordIndex:
         cut = set()
         for n in range(1, min(longest, len(low)) + 1):
             for text, exact in self._cut_prefixes.get(low[-n:], ()):
-                if len(low) != len(msg) or re_compile(bounded(text[:n], exact)).match(msg, len(msg) - n):
+                if len(low) != len(msg) or re.compile(bounded(text[:n], exact)).match(msg, len(msg) - n):
                     cut.add((text, exact))
         for key in sorted(cut, key=self._order.__getitem__):
             out.extend(r for r in self._rules_of[key] if r not in out)
@@ -214,7 +214,7 @@ class KeywordIndex:
                 pass
         if self._lows:
             trie = trie_regex(self._lows)
-            return "re", re_compile(trie), re_compile("(?=(" + trie + "))")
+            return "re", re.compile(trie), re.compile("(?=(" + trie + "))")
         return "re", None, None
 
     def _inside(self, found: str) -> list:
