@@ -57,6 +57,28 @@ EVENT_WORDS = ("timeout", "timed out", "by peer", "monitoredbarrier", "watchdog"
 _STEP_WORD = re_compile(r"\bstep\b")
 
 
+def _hints(*words: str):
+    """A test that the (lower-cased, where the words are) line holds one of `words`."""
+    def holds(text: str) -> bool:
+        for word in words:
+            if word in text:
+                return True
+        return False
+    return holds
+
+
+# Literals each pattern needs (_TIMEOUT and _CONNECT_FAIL in the lower-cased line, as the
+# latter ignores case; _HW's and _XID's as written).
+_TIMEOUT_HINTS = _hints("collective operation timeout", "timed out in blocking wait",
+                        "timeout at nccl work", "detected by watchdog at work", "timed out waiting ",
+                        "connection closed by peer", "connection reset by peer",
+                        "failed to pass monitoredbarrier")
+_HW_HINTS = _hints("NVRM", "fallen off the bus", "uncorrectable ECC", "ECC error", "GPU is lost")
+_CONNECT_HINTS = _hints("failed to connect to", "connection refused", "no route to host",
+                        "while trying to connect", "name or service not known",
+                        "rendezvousconnectionerror", "distnetworkerror", "host not found")
+
+
 def any_event(low: str) -> bool:
     """Does the lower-cased line name any event the witness reads?"""
     for word in EVENT_WORDS:
@@ -110,9 +132,12 @@ class CulpritWitness:
             m = _STEP.search(msg) if "tep" in msg or "ter" in msg else None
             if m:
                 self.last_step[rank] = int(m["n"])
-        if not any_event(msg.lower()):
+        low = msg.lower()
+        if not any_event(low):
             return
-        if _TIMEOUT.search(msg) and rank is not None:
+        # Each search below is behind a literal its pattern needs: most event lines are NCCL's
+        # `Init COMPLETE` and connection chatter, which none of them matches.
+        if rank is not None and _TIMEOUT_HINTS(low) and _TIMEOUT.search(msg):
             self.reporters.add(rank)
             m = _SEQ.search(msg)
             if m:
@@ -127,30 +152,30 @@ class CulpritWitness:
             m = _ENQUEUED.search(msg)
             if m:
                 self.position[rank] = max(self.position.get(rank, -1), int(m["n"]))
-        self._feed_node_events(msg, rank, host)
+        self._feed_node_events(msg, low, rank, host)
 
-    def _feed_node_events(self, msg, rank, host):
-        m = _XID.search(msg) or _HW.search(msg)
+    def _feed_node_events(self, msg, low, rank, host):
+        m = (_XID.search(msg) or _HW.search(msg)) if _HW_HINTS(msg) else None
         if m:
             groups = m.groupdict()
             pid = groups.get("pid")
             self.hardware.append((host, groups.get("pci"), int(pid) if pid else None, rank))
-        m = _KERNEL_OOM.search(msg)
+        m = _KERNEL_OOM.search(msg) if "Killed process" in msg or "oom-kill:" in msg else None
         if m:
             self.kernel_oom.append((host, int(m["pid"] or m["pid2"])))
-        m = _LAUNCHER_KILL.search(msg)
+        m = _LAUNCHER_KILL.search(msg) if "exits with return code = -9" in msg else None
         if m:
             self.kills.append((host, int(m["local"]) if m["local"] else None, -1))
-        m = _ELASTIC_KILL.search(msg)
+        m = _ELASTIC_KILL.search(msg) if "failed (exitcode: -9)" in msg else None
         if m:
             self.kills.append((host, int(m["local"]), int(m["pid"])))
         if host:
-            if _CONNECT_FAIL.search(msg):
+            if _CONNECT_HINTS(low) and _CONNECT_FAIL.search(msg):
                 self.connect_fail.setdefault(host, set())
                 if rank is not None:
                     self.connect_fail[host].add(rank)
                 self.joined_after.discard(host)
-            elif host in self.connect_fail and _JOINED.search(msg):
+            elif host in self.connect_fail and _JOINED.search(msg):  # rare: no gate needed
                 self.joined_after.add(host)
 
     def culprit(self, category: str, first_rank: int | None = None, raised: frozenset[int] = frozenset(),

@@ -94,3 +94,20 @@ def test_unwrap_gates_keep_every_wrapper():
         == "2024-01-01T00:00:00Z RuntimeError: x"
     assert unwrap("2024-01-01T00:00:00.5Z stderr F RuntimeError: y") == "2024-01-01T00:00:00.5Z RuntimeError: y"
     assert unwrap("RuntimeError: &quot;z&quot;") == 'RuntimeError: "z"'
+
+
+def test_the_witness_hints_hold_for_every_line_its_patterns_match(messages):
+    from classifier.diagnosis import culprit as C
+    for msg in messages + ["[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9)",
+                           "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234", "GPU has fallen off the bus",
+                           "Out of memory: Killed process 42 (python)", "CONNECTION REFUSED"]:
+        low = msg.lower()
+        if C._TIMEOUT.search(msg):
+            assert C._TIMEOUT_HINTS(low), msg
+        if C._XID.search(msg) or C._HW.search(msg):
+            assert C._HW_HINTS(msg), msg
+        if C._KERNEL_OOM.search(msg):
+            assert "Killed process" in msg or "oom-kill:" in msg
+        if C._CONNECT_FAIL.search(msg):
+            assert C._CONNECT_HINTS(low), msg
+
