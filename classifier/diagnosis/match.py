@@ -238,13 +238,22 @@ def _window_match(rule, buf, i, budget):
     """
     budget.start(buf[i])  # this line's searches, its exclusions and context share one budget
     n = len(buf)
+    patterns = rule.patterns
+    required = rule.required
+    if any(required):
+        # Every window is a substring of these lines joined: a pattern whose required literal
+        # is not in them cannot match one, and is not searched.
+        around = " ".join(buf[k].msg for k in range(max(0, i - 2), min(n, i + 3)))
+        patterns = [p for p, literal in zip(patterns, required) if literal is None or literal in around]
+        if not patterns:
+            return None
     windows = []
     for lo, hi in _WINDOWS:
         a, b = i + lo, i + hi
         if a >= 0 and b < n:
             lines = [buf[k] for k in range(a, b + 1)]
             windows.append((lines, " ".join(line.msg for line in lines)))
-    for pattern in rule.patterns:
+    for pattern in patterns:
         for lines, text in windows:
             m = budget.search(pattern, text, rule.builtin)
             if m is None:

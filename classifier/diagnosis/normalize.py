@@ -171,6 +171,8 @@ for _c in "abcdefghijklmnopqrstuvwxyz":
     _PREFIX_FIRST[_c] = (_RANK_PREFIXES[3], _RANK_PREFIXES[6])
 for _c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ])}>|!\"#$%&'*+,-./:;<=?@^_`{~":
     _PREFIX_FIRST[_c] = ()
+for _c in " \t\n\r\x0b\x0c":  # only srun's label may follow spaces (`  3: ...`)
+    _PREFIX_FIRST[_c] = (_SRUN_LABEL,)
 
 
 def _prefixes_for(msg: str) -> tuple:
@@ -269,7 +271,7 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
             last_ts = ts
         if rank is None:
             rank = file_rank
-        if _ESCAPED_TRACEBACK.search(msg):
+        if "\\n" in msg and _ESCAPED_TRACEBACK.search(msg):
             # torchelastic's error.json (and other JSON) holds a traceback as one string with
             # `\n` escapes: read it as the lines it stands for, all at this line number.
             for part in msg.replace('\\"', '"').split("\\n"):

@@ -17,7 +17,7 @@ class Rule:
     __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "select",
                  "remediation",
                  "_examples", "path", "info", "_structure_data", "_structure", "trend",
-                 "_sources", "_compiled", "builtin")
+                 "_sources", "_compiled", "builtin", "_required")
 
     def __init__(self, data: dict, category: str, path: str, info: "CategoryInfo",
                  builtin: bool = False) -> None:
@@ -40,6 +40,7 @@ class Rule:
         self._structure = None  # compiled on first use
         self.trend = data.get("trend")  # its hits count only as a trend (diagnosis.trends)
         self._compiled = None
+        self._required = None
         self.remediation = tuple(data.get("remediation") or ())
         # None: the rule came from the cache, which leaves examples in the YAML (see `examples`).
         self._examples = (data["examples"] or {}) if "examples" in data else None
@@ -63,6 +64,16 @@ class Rule:
             self._compiled = tuple(tuple(regexcode.compile(p) for p in group)
                                    for group in self._sources)
         return self._compiled
+
+    @property
+    def required(self) -> tuple:
+        """Per match pattern, a literal every match contains (classifier.rules.literal), or
+        None; a user's rule gets None throughout: its patterns are not read that way."""
+        if self._required is None:
+            from classifier.rules.literal import required_literal
+            self._required = tuple(required_literal(p) if self.builtin else None
+                                   for p in self._sources[0])
+        return self._required
 
     @property
     def structure(self) -> dict | None:

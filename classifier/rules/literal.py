@@ -1,0 +1,98 @@
+"""The longest literal text every match of a rule pattern must contain.
+
+A keyword line tries each of its rules' patterns on six windows of up to three lines; most
+tries fail, and each costs a regex search. A pattern whose required literal is absent from
+the five lines around the keyword cannot match any of those windows (each window is a
+substring of them), so the matcher skips it without searching. The literal is read off the
+pattern's source conservatively: only characters at the top level, outside every group,
+class and quantifier, and none at all for a pattern with a top-level alternation or with
+case-insensitive or verbose flags. Anything this reader does not know ends a run, so it may
+find a shorter literal than there is, never one that a match could lack.
+"""
+
+import re
+
+MIN_LITERAL = 4  # shorter ones are in nearly every window anyway
+_ESCAPED_LITERAL = frozenset(r"\.^$*+?()[]{}|/-'\"#:;,<>=!@%&~` ")
+_QUANTIFIER = re.compile(r"[*+?]|\{\d*(?:,\d*)?\}")
+_INLINE_FLAGS = re.compile(r"\(\?([a-zA-Z]+)\)")
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest run (at least MIN_LITERAL characters) of literal text any match contains."""
+    tokens = _tokens(pattern) if "[:" not in pattern else None  # no POSIX classes read here
+    if tokens is None:
+        return None
+    best, run = "", []
+    for token in tokens:
+        if token is None:
+            if len(run) > len(best):
+                best = "".join(run)
+            run = []
+        else:
+            run.append(token)
+    if len(run) > len(best):
+        best = "".join(run)
+    return best if len(best) >= MIN_LITERAL else None
+
+
+def _tokens(pattern: str) -> list[str | None] | None:
+    """Top-level characters as literals, anything else as None; None for a pattern with a
+    top-level alternation or flags this reader leaves alone."""
+    out: list[str | None] = []
+    depth, i, n = 0, 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "(":
+            flags = _INLINE_FLAGS.match(pattern, i)
+            if flags and set(flags.group(1)) & set("ixXuUaLVrwfF"):
+                return None  # case, verbose, version or other global modes: not read here
+            depth += 1
+            out.append(None)
+            i += 1
+            continue
+        if c == ")":
+            depth -= 1
+            out.append(None)
+            i += 1
+        elif c == "[":
+            i = _class_end(pattern, i)
+            out.append(None)
+        elif c == "|":
+            if depth == 0:
+                return None
+            i += 1
+        elif c == "\\":
+            nxt = pattern[i + 1:i + 2]
+            out.append(nxt if depth == 0 and nxt in _ESCAPED_LITERAL else None)
+            i += 2
+        elif c in ".^$":
+            out.append(None)
+            i += 1
+        elif c in "*+?{":
+            out.append(None)  # a quantifier not after a literal (after a group or class)
+            m = _QUANTIFIER.match(pattern, i)
+            i = m.end() if m else i + 1
+        else:
+            out.append(c if depth == 0 else None)
+            i += 1
+        # A quantified character may be absent or repeated: it leaves the run.
+        m = _QUANTIFIER.match(pattern, i)
+        if m and out:
+            out[-1] = None
+            i = m.end()
+            if pattern[i:i + 1] in ("?", "+"):  # lazy or possessive
+                i += 1
+    return out
+
+
+def _class_end(pattern: str, i: int) -> int:
+    """The index after the character class that starts at pattern[i] == '['."""
+    j = i + 1
+    if pattern[j:j + 1] == "^":
+        j += 1
+    if pattern[j:j + 1] == "]":
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
