@@ -17,21 +17,20 @@ def load_database(expressions: Sequence[bytes], flags: int, kind: str) -> Any:
         import hyperscan
     except ImportError:
         return None
-    import base64
     import os
-    from classifier.rules.cache import cache_key, read_cached, write_cached
+    from classifier.rules.cache import cache_key, read_cached_bytes, write_cached_bytes
     # os.uname, not platform.machine(): importing platform costs a few ms of every run.
     machine = os.uname().machine if hasattr(os, "uname") else os.environ.get("PROCESSOR_ARCHITECTURE", "")
     key = cache_key(b"\0".join(expressions), str(flags).encode(), hyperscan.__version__.encode(),
                     machine.encode())
-    cached = read_cached(kind, key)
-    if isinstance(cached, str):
+    cached = read_cached_bytes(kind, key)
+    if cached:
         try:
-            return hyperscan.loadb(base64.b64decode(cached), mode=hyperscan.HS_MODE_BLOCK)
+            return hyperscan.loadb(cached, mode=hyperscan.HS_MODE_BLOCK)
         except Exception:  # noqa: BLE001 - any refusal means "compile it here"
             pass
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=list(expressions), ids=list(range(len(expressions))),
                elements=len(expressions), flags=[flags] * len(expressions))
-    write_cached(kind, key, base64.b64encode(hyperscan.dumpb(db)).decode("ascii"))
+    write_cached_bytes(kind, key, hyperscan.dumpb(db))
     return db

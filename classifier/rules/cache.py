@@ -47,9 +47,9 @@ def cache_key(*parts: bytes) -> str:
     return digest.hexdigest()
 
 
-def _path(kind: str, key: str) -> Path | None:
+def _path(kind: str, key: str, suffix: str = ".json") -> Path | None:
     directory = cache_dir()
-    return directory / f"{kind}-{key[:32]}.json" if directory else None
+    return directory / f"{kind}-{key[:32]}{suffix}" if directory else None
 
 
 def read_cached(kind: str, key: str) -> Any:
@@ -68,9 +68,33 @@ def read_cached(kind: str, key: str) -> Any:
     return entry.get("data")
 
 
+def read_cached_bytes(kind: str, key: str) -> bytes | None:
+    """The bytes cached for (kind, key) (a compiled database: no JSON, no base64 to undo), or
+    None when there are none or they belong to another key."""
+    path = _path(kind, key, ".bin")
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    head = key.encode() + b"\n"
+    return data[len(head):] if data.startswith(head) else None
+
+
+def write_cached_bytes(kind: str, key: str, data: bytes) -> bool:
+    """Store `data` for (kind, key) atomically, behind a line holding the full key."""
+    return _write(kind, _path(kind, key, ".bin"), lambda fh: fh.write(key.encode() + b"\n" + data))
+
+
 def write_cached(kind: str, key: str, data: Any) -> bool:
     """Store `data` for (kind, key) atomically; False (and nothing left behind) when it cannot."""
-    path = _path(kind, key)
+    return _write(kind, _path(kind, key), lambda fh: fh.write(
+        json.dumps({"key": key, "data": data}, separators=(",", ":")).encode("utf-8")))
+
+
+def _write(kind: str, path: Path | None, write) -> bool:
     if path is None:
         return False
     import tempfile  # only when writing: most runs only read
@@ -80,8 +104,8 @@ def write_cached(kind: str, key: str, data: Any) -> bool:
         # A temporary file then os.replace: a reader sees the old file or the whole new one,
         # never a half-written one, even with several dsdiag processes starting at once.
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{kind}-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"key": key, "data": data}, fh, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
         os.replace(tmp, path)
     except (OSError, TypeError, ValueError):
         if tmp:
@@ -98,7 +122,7 @@ def _drop_stale(keep: Path, kind: str) -> None:
     """Remove this kind's other cache files unused for STALE_DAYS (older rule sets, versions)."""
     cutoff = time.time() - STALE_DAYS * 86400
     try:
-        for other in keep.parent.glob(f"{kind}-*.json"):
+        for other in keep.parent.glob(f"{kind}-*{keep.suffix}"):
             if other != keep and other.stat().st_mtime < cutoff:
                 other.unlink()
     except OSError:

@@ -130,3 +130,19 @@ def test_user_rules_are_still_validated_next_to_cached_builtins(tmp_path, monkey
     (user / "port_conflict.yaml").write_text(builtin_rule)  # every id already taken
     with pytest.raises(RuleError, match="duplicate rule id"):
         load_rules([user])
+
+
+def test_cached_bytes_come_back_only_under_their_key(tmp_path, monkeypatch):
+    from classifier.rules.cache import cache_key, read_cached_bytes, write_cached_bytes
+    monkeypatch.setenv("DSDIAG_CACHE_DIR", str(tmp_path))
+    key, other = cache_key(b"a"), cache_key(b"b")
+    payload = bytes(range(256)) * 4  # any bytes, newlines included
+    assert read_cached_bytes("db", key) is None
+    assert write_cached_bytes("db", key, payload)
+    assert read_cached_bytes("db", key) == payload
+    assert read_cached_bytes("db", other) is None          # another key's file name
+    path = next(tmp_path.glob("db-*.bin"))
+    path.write_bytes(path.read_bytes()[:40])               # cut inside the key line
+    assert read_cached_bytes("db", key) is None
+    monkeypatch.setenv("DSDIAG_CACHE_DIR", "off")
+    assert not write_cached_bytes("db", key, payload) and read_cached_bytes("db", key) is None
