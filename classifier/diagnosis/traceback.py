@@ -13,6 +13,10 @@ collector reads, per input and rank (so interleaved ranks do not mix), the forms
 * torchelastic's error.json, once normalize has unescaped its `\\n` (see normalize);
 * pytest: `path.py:42: in func` frames, the `E   Type: message` lines (normalize peels `E`).
 
+A `File "..."` line that a terminal hard-wrapped (`.../trl/trainer/grpo_` then `trainer.py",
+line 817, in f`) is read as one frame: a frame head without its `", line N` is glued to the
+next line of the same rank when the two together make a frame.
+
 A traceback that ends without its exception line (the paste stops, or the next one starts) is
 kept with `cut=True`: its frames alone can still decide (classifier.diagnosis.structure).
 Memory is bounded: MAX_FRAMES innermost frames per exception, MAX_RECORDS per job.
@@ -29,10 +33,12 @@ if TYPE_CHECKING:
 
 MAX_FRAMES = 40
 MAX_RECORDS = 512
+MAX_WRAPPED = 1024  # characters of a wrapped frame head kept for the next lines
 
 _START = re_compile(r"Traceback \(most recent call last\):?\s*$")
 _IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
 _PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped one lacks the rest)
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
 _IPY_ARROW = re_compile(r"^-+> ?\d+\s+(?P<src>.+)$")
@@ -97,12 +103,13 @@ class Raised:
 
 
 class _Open:
-    __slots__ = ("raised", "expect_source", "chain_next")
+    __slots__ = ("raised", "expect_source", "chain_next", "wrapped")
 
     def __init__(self) -> None:
         self.raised: Raised | None = None
         self.expect_source = False
         self.chain_next = False
+        self.wrapped = ""   # a frame line's head that a terminal wrap cut off its `, line N`
 
 
 class TracebackCollector:
@@ -138,7 +145,23 @@ class TracebackCollector:
             state.chain_next = True
             return
         raised = state.raised
-        frame = self._frame(msg)
+        frame = None
+        head, state.wrapped = state.wrapped, ""
+        if head:
+            # the wrap fell inside the path or the `, line N, in f` tail (after a comma: a space)
+            joined = head + (" " if head.endswith(",") else "") + msg
+            frame = self._frame(joined)
+            if frame is not None:
+                msg = joined
+            elif len(joined) < MAX_WRAPPED and '", line ' not in joined \
+                    and not EXCEPTION_LINE.match(msg):
+                state.wrapped = joined  # a path longer than two terminal lines
+                return
+        if frame is None:
+            frame = self._frame(msg)
+        if frame is None and _PY_FRAME_HEAD.match(msg):
+            state.wrapped = msg[:MAX_WRAPPED]
+            return
         if raised is None:
             # A paste that starts mid-traceback, or a c10 error with no Python traceback
             # around it: its first frame opens the record.

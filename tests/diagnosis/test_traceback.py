@@ -42,6 +42,41 @@ def test_a_traceback_cut_before_its_message_is_kept_as_cut():
     assert r.anchor.lineno == 6
 
 
+def test_frame_lines_a_terminal_hard_wrapped_are_read_whole():
+    # 80 columns: the wrap falls inside the path, inside `, line N`, and after a comma
+    text = """\
+Traceback (most recent call last):
+  File "/home/u/conda/envs/tf51/lib/python3.12/site-packages/trl/trainer/grpo_
+trainer.py", line 817, in _get_per_token_logps
+    for i in range(0, input_ids.size(0), batch_size):
+  File "/opt/conda/lib/python3.8/site-packages/deepspeed/runtime/zero/stage3.py"
+, line 1694, in _overflow_check_and_loss_scale_update
+    self._update_scale(self.overflow)
+  File "/opt/conda/lib/python3.8/site-packages/deepspeed/runtime/fp16/loss_scaler.py",
+ line 175, in update_scale
+    raise Exception(
+Exception: Current loss scale already at minimum - cannot decrease scale anymore.
+"""
+    (r,) = _records(text)
+    assert [f.func for f in r.frames] == ["_get_per_token_logps",
+                                          "_overflow_check_and_loss_scale_update", "update_scale"]
+    assert r.frames[0].file.endswith("trl/trainer/grpo_trainer.py") and r.frames[0].line == 817
+    assert r.frames[1].source == "self._update_scale(self.overflow)"
+    assert r.frames[2].file.endswith("fp16/loss_scaler.py") and r.type == "Exception"
+
+
+def test_a_frame_head_cut_at_the_end_of_a_paste_is_not_a_frame():
+    text = """\
+Traceback (most recent call last):
+  File "/work/train.py", line 58, in <module>
+    main()
+  File "/opt/conda/lib/python3.10/site-packages/deepsp
+ValueError: bad value
+"""
+    (r,) = _records(text)
+    assert [f.func for f in r.frames] == ["<module>"] and r.type == "ValueError"
+
+
 def test_ipython_traceback():
     text = """\
 ValueError                                Traceback (most recent call last)
