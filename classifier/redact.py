@@ -176,9 +176,18 @@ WRAP_MIN = 40  # a line cut by a hard wrap is long; short lines are ended, not c
 _MARKER = re_compile(r"\[REDACTED:[a-z0-9-]+\]")
 # A cut runs through a secret only where token characters meet on both sides of it, and the
 # run they make holds a digit (random keys do; words split by a line end do not).
-_CUT_TAIL = re_compile(r"[A-Za-z0-9+/=_-]{4,}$")
+_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
 _CUT_HEAD = re_compile(r"[A-Za-z0-9+/=_-]{4,}")
 _DIGIT = re_compile(r"[0-9]")
+
+
+def _cut_tail(a: str) -> str:
+    """The run of 4+ token characters `a` ends with (before one final newline, as `$` reads
+    it), or "". Not `[...]{4,}$`: that search scans a long run again from each of its
+    characters, quadratic (0.25 s on an 8 K line)."""
+    body = a[:-1] if a.endswith("\n") else a
+    run = body[len(body.rstrip(_TOKEN_CHARS)):]
+    return run if len(run) >= 4 else ""
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -195,8 +204,8 @@ def _redact_wrapped(a: str, b: str, patterns) -> tuple[str, str] | None:
     reveals nothing that each half alone does not."""
     if len(a) < WRAP_MIN:
         return None
-    tail, head = _CUT_TAIL.search(a), _CUT_HEAD.match(b)
-    if not (tail and head and _DIGIT.search(tail.group() + head.group())):
+    tail, head = _cut_tail(a), _CUT_HEAD.match(b)
+    if not (tail and head and _DIGIT.search(tail + head.group())):
         return None
     joined = a + b
     red = redact_text(joined, patterns)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from classifier.rules.model import Rule
 
 CONTEXT_LINES = 50
+SEEN_LIMIT = 4096  # hit keys kept before those of lines the buffer has passed are dropped
 MIN_CUT = 24          # characters a partial match at a cut end must cover
 MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too little
 _AHEAD = 2
@@ -170,11 +171,16 @@ class KeywordIndex:
         if not found:
             return ()
         out, asked = [], set()
+        ascii = msg.isascii()
         for found in found:
             for key in self._inside(found):
                 if key not in asked:
                     asked.add(key)
-                    if self._word_start(key).search(msg):
+                    # In ASCII text a keyword can start no earlier than its first lower-cased
+                    # occurrence: search from there, not from every character of a long line
+                    # (the word-start look-behinds cost ~0.1 us a character).
+                    start = low.find(key[0].lower()) if ascii and key[0].isascii() else 0
+                    if start >= 0 and self._word_start(key).search(msg, start):
                         out.extend(r for r in self._rules_of[key] if r not in out)
         return out
 
@@ -263,10 +269,21 @@ def _window_match(rule, buf, i, budget):
             for line in lines:
                 starts.append(pos)
                 pos += len(line.msg) + 1
-            first = max(k for k, s in enumerate(starts) if s <= m.start())
-            last = max(k for k, s in enumerate(starts) if s <= max(m.end() - 1, m.start()))
+            start = match_start(m)
+            first = max(k for k, s in enumerate(starts) if s <= start)
+            last = max(k for k, s in enumerate(starts) if s <= max(m.end() - 1, start))
             return lines[first:last + 1], m, text
     return None
+
+
+def match_start(m) -> int:
+    """Where the matched message starts: the match's start, or a group's read by a look-behind
+    before it (a pattern that finds its literal first and the value before it backwards)."""
+    start = m.start()
+    for k in range(1, m.re.groups + 1):
+        if -1 < m.start(k) < start:
+            start = m.start(k)
+    return start
 
 
 def _excluded(rule, text, budget):
@@ -327,6 +344,12 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
         buf.append(line)
         if len(buf) > keep:
             buf.popleft()
+        if len(seen) > SEEN_LIMIT:
+            # A hit starts within the buffer (a window reaches back two lines from a line in
+            # it), so a key of a line older than the buffer never comes back: a storm of hits
+            # keeps a few keys, not one per line (the set grew ~100 bytes a hit line).
+            oldest = buf[0].lineno
+            seen.difference_update([key for key in seen if key[2] < oldest])
         i = len(buf) - 1 - _AHEAD
         if i >= 0:
             yield from process(i)
@@ -356,7 +379,7 @@ def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
             continue
         for pattern in rule.patterns:
             m = budget.search(pattern, line.msg, rule.builtin, partial=True)
-            if m is None or not m.partial or m.end() - m.start() < MIN_CUT:
+            if m is None or not m.partial or m.end() - match_start(m) < MIN_CUT:
                 continue
             if m.end() != len(line.msg) or (rule.exclude and _excluded(rule, line.msg, budget)):
                 continue
