@@ -281,7 +281,7 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     load_patterns()
     # The prefilter's finder (Hyperscan, its cached database) and its scanner threads, made
     # or imported while the package and the cache are still readable.
-    import concurrent.futures.thread  # noqa: F401
+    import queue  # noqa: F401 - the prefilter's scanner threads use it
     from classifier.diagnosis import prefilter  # noqa: F401
     rules.finder()
     rules.keyword_index().rules_for("")  # its Hyperscan database too
