@@ -167,8 +167,19 @@ def test_the_manifest_script_exits_as_documented(tmp_path, launcher, want):
 BARE_SIGKILL = (b"[2024-05-01 10:00:00,000] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 4242\n"
                 b"[2024-05-01 10:00:01,000] [ERROR] [launch.py:321:sigkill_handler] ['python', "
                 b"'train.py'] exits with return code = -9\n")
-# The text model's 0.88 guess of batch_size_mismatch on a real paste no rule explains.
-MODEL_GUESS = ROOT / "corpus" / "public" / "batch_size_mismatch" / "gensyn-ai__rl-swarm__240.log"
+# The CLI with a text model that knows one word and is sure of it (the shipped one may be
+# silent): its guess of gpu_oom, a fix-first row, on a failure no rule explains.
+MODEL_GUESS_CLI = """
+import sys
+from classifier.diagnosis import fallback
+fallback._MODEL = fallback.TextModel({"classes": ["gpu_oom", "unknown"], "vocabulary": {"memmory": 0},
+                                      "idf": [1.0], "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0],
+                                      "threshold": 0.5})
+from classifier.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+MODEL_GUESS_LOG = (b"Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                   b"RuntimeError: the GPU ran out of memmory while allocating activations\n")
 
 
 def test_a_symptom_does_not_fail_the_job_for_good(tmp_path):
@@ -185,9 +196,13 @@ def test_a_symptom_does_not_fail_the_job_for_good(tmp_path):
 
 
 def test_a_model_guess_does_not_fail_the_job_for_good(tmp_path):
-    term = tmp_path / "term"
-    proc = run_dsdiag(f"--k8s-termination-log={term}", "--format", "json", MODEL_GUESS)
     import json
+    import subprocess
+    import sys
+    term = tmp_path / "term"
+    proc = subprocess.run([sys.executable, "-c", MODEL_GUESS_CLI, f"--k8s-termination-log={term}",
+                           "--format", "json", "-"], input=MODEL_GUESS_LOG, capture_output=True,
+                          cwd=ROOT, timeout=60)
     d = json.loads(proc.stdout)
     assert d["source"] == "model" and d["confidence"] >= confidence.FIX_FIRST - 0.05
     assert taxonomy.CATEGORIES[d["category"]].retryable is False
