@@ -281,14 +281,21 @@ def _read_all(paths):
 
 
 def _validator_sources():
-    """What decides validity besides the rule files: this validator and the taxonomy."""
+    """What decides the cached data besides the rule files: this validator, the taxonomy and
+    the reader of required literals."""
     from classifier import taxonomy
-    return [Path(__file__).read_bytes(), Path(taxonomy.__file__).read_bytes()]
+    from classifier.rules import literal
+    return [Path(__file__).read_bytes(), Path(taxonomy.__file__).read_bytes(),
+            Path(literal.__file__).read_bytes()]
 
 
 def _strip_examples(data):
-    """A validated file's data without its rules' examples (read from YAML when wanted)."""
-    rules = [{k: v for k, v in rule.items() if k != "examples"} for rule in data["rules"]]
+    """A validated file's data without its rules' examples (read from YAML when wanted), with
+    each match pattern's required literal worked out once (classifier.rules.literal)."""
+    from classifier.rules.literal import required_literal
+    rules = [{**{k: v for k, v in rule.items() if k != "examples"},
+              "required": [required_literal(p) for p in rule.get("patterns") or ()]}
+             for rule in data["rules"]]
     return {**data, "rules": rules}
 
 

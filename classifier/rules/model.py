@@ -40,7 +40,10 @@ class Rule:
         self._structure = None  # compiled on first use
         self.trend = data.get("trend")  # its hits count only as a trend (diagnosis.trends)
         self._compiled = None
-        self._required = None
+        # Built-in rules from the cache bring their patterns' required literals with them.
+        required = data.get("required") if builtin else None
+        self._required = tuple(required) if isinstance(required, list) and \
+            len(required) == len(self._sources[0]) else None
         self.remediation = tuple(data.get("remediation") or ())
         # None: the rule came from the cache, which leaves examples in the YAML (see `examples`).
         self._examples = (data["examples"] or {}) if "examples" in data else None
