@@ -281,17 +281,14 @@ def _read_all(paths):
 
 
 def _validator_sources():
-    """What decides the cached data besides the rule files: this validator, the taxonomy and
-    the reader of required literals."""
-    from classifier import taxonomy
-    from classifier.rules import literal
-    return [Path(__file__).read_bytes(), Path(taxonomy.__file__).read_bytes(),
-            Path(literal.__file__).read_bytes()]
+    """What decides the cached data besides the rule files: validator, taxonomy, literal reader."""
+    here = Path(__file__).parent
+    return [(here / name).read_bytes() for name in ("load.py", "../taxonomy.py", "literal.py")]
 
 
 def _strip_examples(data):
     """A validated file's data without its rules' examples (read from YAML when wanted), with
-    each match pattern's required literal worked out once (classifier.rules.literal)."""
+    each match pattern's required literal (classifier.rules.literal)."""
     from classifier.rules.literal import required_literal
     rules = [{**{k: v for k, v in rule.items() if k != "examples"},
               "required": [required_literal(p) for p in rule.get("patterns") or ()]}
@@ -300,9 +297,8 @@ def _strip_examples(data):
 
 
 def _cached_shape_ok(entry):
-    name, data = entry
-    return isinstance(name, str) and isinstance(data["category"], str) and all(
-        isinstance(rule["id"], str) and isinstance(rule["title"], str) for rule in data["rules"])
+    return isinstance(entry[0], str) and isinstance(entry[1]["category"], str) and all(
+        isinstance(rule["id"], str) and isinstance(rule["title"], str) for rule in entry[1]["rules"])
 
 
 def _from_cache(directory, files, key):
@@ -312,7 +308,7 @@ def _from_cache(directory, files, key):
         if [name for name, _ in entries] != [path.name for path, _ in files] or \
                 not all(_cached_shape_ok(entry) for entry in entries):
             return None
-    except (TypeError, ValueError, KeyError):
+    except (TypeError, ValueError, KeyError, IndexError):
         return None
     return [(directory / name, data) for name, data in entries]
 
@@ -380,11 +376,8 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
                 categories[data["category"]] = info
             rules += [Rule(rule, data["category"], str(path), info, is_builtin)
                       for rule in data["rules"]]
-        if record_code and not problems:
-            # First run with these rule files: keep their regexes' compiled code for later runs.
-            table = regexcode.record(p for r in rules for p in r.regex_sources())
-            write_cached(regexcode.KIND, key, table)
-            regexcode.use(key, table)
+        if record_code and not problems:  # first run with these files: keep their regexes' code
+            regexcode.keep(key, (p for r in rules for p in r.regex_sources()))
     if problems:
         raise RuleError(problems)
     return RuleSet(rules, categories, "sha256:" + digest.hexdigest()[:12])

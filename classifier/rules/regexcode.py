@@ -72,6 +72,14 @@ def _encode(args):
             int(req_flags), group_count]
 
 
+def keep(key: str, patterns) -> None:
+    """Record `patterns`' code for the rule set `key`, store it, and use it in this process."""
+    from classifier.rules.cache import write_cached
+    table = record(patterns)
+    write_cached(KIND, key, table)
+    use(key, table)
+
+
 def use(key: str, table: dict) -> None:
     """Make the table just recorded for the rule set `key` the one compile() draws on."""
     global _TABLE, _KEY
