@@ -3,14 +3,15 @@
 Each command's code lives with its product; this table maps names to "module:function" so
 `dsdiag --help` imports nothing heavy. Exit codes shared by every command: 130 interrupted
 (Ctrl-C), 141 stdout closed early (e.g. `| head`), 2 stdout closed before the start
-(`>&-`); the rest are each command's own.
+(`>&-`), 70 a bug in dsdiag itself (one line naming it; DSDIAG_DEBUG=1 shows the traceback);
+the rest are each command's own.
 """
 
 import importlib
 import os
 import sys
 
-EXIT_INTERRUPT, EXIT_PIPE = 130, 141
+EXIT_BUG, EXIT_INTERRUPT, EXIT_PIPE = 70, 130, 141
 
 SUBCOMMANDS = {
     "triage": "classifier.jobs.triage:main",
@@ -59,6 +60,22 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE
+    except Exception as exc:  # noqa: BLE001 - a bug must not reach a scheduler's log as a traceback
+        if os.environ.get("DSDIAG_DEBUG"):
+            raise
+        where = exc.__traceback__
+        while where.tb_next is not None:
+            where = where.tb_next
+        place = f"{os.path.basename(where.tb_frame.f_code.co_filename)}:{where.tb_lineno}"
+        text = "".join(c if c.isprintable() else "?" for c in " ".join(str(exc).split())[:300])
+        try:  # the message may quote the log: never a secret, whatever failed
+            from classifier.redact import redact_text
+            text = redact_text(text)
+        except Exception:  # noqa: BLE001
+            text = "(message withheld)"
+        sys.stderr.write(f"dsdiag: internal error: {type(exc).__name__} at {place}: {text} "
+                         f"(a bug in dsdiag; DSDIAG_DEBUG=1 shows the traceback)\n")
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

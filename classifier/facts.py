@@ -10,6 +10,7 @@ read (a user rule capturing words under a numeric name) stays the string it was.
 import re
 from collections.abc import Mapping
 
+from classifier.numbers import finite_float, small_int
 from classifier.precompiled import re_compile
 
 INT_FACTS = frozenset({
@@ -50,8 +51,8 @@ _DURATION = re_compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|min)$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60}
 
 
-def _number(text: str) -> float | int:
-    return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
+def _number(text: str) -> float | int | None:
+    return small_int(text) if re.fullmatch(r"-?\d+", text) else finite_float(text)
 
 
 def parse_size(text: str) -> dict[str, object] | None:
@@ -61,9 +62,14 @@ def parse_size(text: str) -> dict[str, object] | None:
         return None
     unit = m.group(2) or "B"
     value = _number(m.group(1))
+    if value is None:
+        return None
     shown = text.strip() if m.group(2) else f"{value} bytes"
+    size = value * _UNIT_BYTES[unit]
+    if size - size != 0:  # inf: no size
+        return None
     return {"value": value, "unit": "B" if unit in ("bytes", "byte") else unit,
-            "bytes": round(value * _UNIT_BYTES[unit]), "text": shown}
+            "bytes": round(size), "text": shown}
 
 
 def parse_duration(text: str) -> dict[str, object] | None:
@@ -72,6 +78,8 @@ def parse_duration(text: str) -> dict[str, object] | None:
     if not m:
         return None
     value = _number(m.group(1))
+    if value is None:
+        return None
     return {"value": value, "unit": m.group(2), "seconds": value * _UNIT_SECONDS[m.group(2)],
             "text": text.strip()}
 
@@ -81,16 +89,15 @@ def typed_value(name: str, value: object) -> object:
     if not isinstance(value, str):
         return value
     if name in LIST_FACTS:  # a list the message printed ("Ranks 1, 3 failed to pass ...")
-        return [int(r) for r in re.findall(r"\d+", value)] or value
+        ranks = [small_int(r) for r in re.findall(r"\d+", value)]
+        return ranks if ranks and None not in ranks else value
     text = value.strip().replace(",", "") if name in INT_FACTS | FLOAT_FACTS else value
-    try:
-        if name in INT_FACTS:
-            number = float(text)
-            return int(number) if number.is_integer() else value
-        if name in FLOAT_FACTS:
-            return float(text)
-    except ValueError:
-        return value
+    if name in INT_FACTS:
+        number = finite_float(text)
+        return int(number) if number is not None and number.is_integer() else value
+    if name in FLOAT_FACTS:
+        number = finite_float(text)
+        return value if number is None else number
     if name in SIZE_FACTS:
         return parse_size(value) or value
     if name in DURATION_FACTS:

@@ -12,6 +12,7 @@ names a culprit only when it singles one out, and the confidence says how direct
 import re
 from typing import TYPE_CHECKING, Any
 
+from classifier.numbers import small_int
 from classifier.precompiled import re_compile
 from classifier.diagnosis.topology import LOOPBACK, Topology, host_from_path, line_host
 
@@ -121,8 +122,8 @@ class CulpritWitness:
         if rank is None and "Rank " in msg:
             m = _MSG_RANK.search(msg)
             if m:
-                rank = int(m["rank"])
-                if host:
+                rank = small_int(m["rank"])
+                if host and rank is not None:
                     self.topology.host_of.setdefault(rank, host)
         self.topology.feed(line, host)
         if rank is not None:
@@ -130,8 +131,9 @@ class CulpritWitness:
             if line.ts is not None:
                 self.last_ts[rank] = line.ts
             m = _STEP.search(msg) if "tep" in msg or "ter" in msg else None
-            if m:
-                self.last_step[rank] = int(m["n"])
+            step = small_int(m["n"]) if m else None
+            if step is not None:
+                self.last_step[rank] = step
         low = msg.lower()
         if not any_event(low):
             return
@@ -140,8 +142,8 @@ class CulpritWitness:
         if rank is not None and _TIMEOUT_HINTS(low) and _TIMEOUT.search(msg):
             self.reporters.add(rank)
             m = _SEQ.search(msg)
-            if m:
-                seq = int(m["seq"] or m["seq2"] or m["seq3"])
+            seq = small_int(m["seq"] or m["seq2"] or m["seq3"]) if m else None
+            if seq is not None:
                 self.position[rank] = max(self.position.get(rank, -1), seq)
                 self.op = self.op or m["op"]
                 if m["op"]:
@@ -150,8 +152,9 @@ class CulpritWitness:
                 if pg:
                     self.ops.add(f"PG {pg.group(1)}" if pg.group(1) != "0" else "")
             m = _ENQUEUED.search(msg)
-            if m:
-                self.position[rank] = max(self.position.get(rank, -1), int(m["n"]))
+            enqueued = small_int(m["n"]) if m else None
+            if enqueued is not None:
+                self.position[rank] = max(self.position.get(rank, -1), enqueued)
         self._feed_node_events(msg, low, rank, host)
 
     def _feed_node_events(self, msg, low, rank, host):
@@ -159,16 +162,16 @@ class CulpritWitness:
         if m:
             groups = m.groupdict()
             pid = groups.get("pid")
-            self.hardware.append((host, groups.get("pci"), int(pid) if pid else None, rank))
+            self.hardware.append((host, groups.get("pci"), small_int(pid) if pid else None, rank))
         m = _KERNEL_OOM.search(msg) if "Killed process" in msg or "oom-kill:" in msg else None
-        if m:
-            self.kernel_oom.append((host, int(m["pid"] or m["pid2"])))
+        if m and small_int(m["pid"] or m["pid2"]) is not None:
+            self.kernel_oom.append((host, small_int(m["pid"] or m["pid2"])))
         m = _LAUNCHER_KILL.search(msg) if "exits with return code = -9" in msg else None
         if m:
-            self.kills.append((host, int(m["local"]) if m["local"] else None, -1))
+            self.kills.append((host, small_int(m["local"]) if m["local"] else None, -1))
         m = _ELASTIC_KILL.search(msg) if "failed (exitcode: -9)" in msg else None
-        if m:
-            self.kills.append((host, int(m["local"]), int(m["pid"])))
+        if m and small_int(m["local"]) is not None and small_int(m["pid"]) is not None:
+            self.kills.append((host, small_int(m["local"]), small_int(m["pid"])))
         if host:
             if _CONNECT_HINTS(low) and _CONNECT_FAIL.search(msg):
                 self.connect_fail.setdefault(host, set())

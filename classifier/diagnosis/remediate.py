@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
 from classifier.facts import fact_text, typed_facts
+from classifier.numbers import finite_float
 
 if TYPE_CHECKING:
     from classifier.rules.model import CategoryInfo, Rule
@@ -50,10 +51,8 @@ CXX11_ABI = re_compile(r"__cxx11|B5cxx11")
 
 
 def _as_int(value):
-    try:
-        return int(float(str(value).replace(",", "")))
-    except (TypeError, ValueError):
-        return None
+    number = finite_float(str(value).replace(",", ""))
+    return None if number is None else int(number)
 
 
 def derive_facts(category: str, facts: Mapping[str, object],

@@ -13,6 +13,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from classifier.numbers import small_int
 from classifier.precompiled import re_compile
 
 if TYPE_CHECKING:
@@ -60,8 +61,16 @@ _HOST_AND_KIND = (re_compile(r"^(?P<host>[a-z][a-z0-9-]*?)[_-]" + _KINDS + "$"),
                   re_compile(r"^" + _KINDS + r"[_-](?P<host>[a-z][a-z0-9-]*)$"))
 
 
+MAX_HOSTS = 65536  # past any real allocation: a list that expands further is garbled
+
+
+def _all_small(*texts):
+    return all(small_int(t) is not None for t in texts)
+
+
 def expand_hostlist(text: str) -> list[str]:
-    """Slurm's compressed host list, 'node-[01-03,07],gpu5' -> node-01 node-02 node-03 node-07 gpu5."""
+    """Slurm's compressed host list, 'node-[01-03,07],gpu5' -> node-01 node-02 node-03 node-07 gpu5;
+    [] for one that does not read or names more than MAX_HOSTS hosts."""
     out = []
     for item in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", text):
         m = re.fullmatch(r"(?P<pre>[^\[]*)\[(?P<ranges>[^\]]*)\](?P<post>.*)", item)
@@ -70,7 +79,8 @@ def expand_hostlist(text: str) -> list[str]:
             continue
         for part in m["ranges"].split(","):
             lo, _, hi = part.partition("-")
-            if not lo.isdigit() or (hi and not hi.isdigit()):
+            if not lo.isdigit() or (hi and not hi.isdigit()) or len(lo) > 9 or len(hi) > 9 \
+                    or len(out) + int(hi or lo) - int(lo) >= MAX_HOSTS:
                 return []
             for n in range(int(lo), int(hi or lo) + 1):
                 out.append(f"{m['pre']}{n:0{len(lo)}d}{m['post']}")
@@ -168,22 +178,23 @@ class Topology:
                 self.host_of.setdefault(line.rank, host)
         if "NCCL" in msg:
             m = _NCCL_COMM.search(msg)
-            if m and host:
+            if m and host and small_int(m["rank"]) is not None and small_int(m["nranks"]) is not None:
                 self._comms.append((host, int(m["rank"]), int(m["nranks"]), m["bus"]))
         m = _WORLD.search(msg) if "orld_size" in msg or "WORLD_SIZE" in msg else None
-        if m:
+        if m and small_int(m["n"]) is not None:
             self.world_size = max(self.world_size, int(m["n"]))
         if "launch" in msg or "spawned" in msg or "rank_mapping" in msg:
             self._feed_launcher(msg, host)
         m = _ELASTIC_FAILED.search(msg) if "exitcode" in msg else None
-        if m:
+        if m and _all_small(m["pid"], m["local"]):
             self.pid_local[(host, int(m["pid"]))] = int(m["local"])
         m = _RDZV_RANKS.search(msg) if host and "global_ranks=" in msg else None
         if m:
             for r in re.findall(r"\d+", m["ranks"]):
-                self.host_of.setdefault(int(r), host)
+                if small_int(r) is not None:
+                    self.host_of.setdefault(int(r), host)
             w = _RDZV_WORLD.search(msg)
-            if w:
+            if w and small_int(w["n"]) is not None:
                 self.world_size = max(self.world_size, int(w["n"]))
         if msg[:1] in ("h", "r", "e"):  # torchelastic's `host :`, `rank :`, `exitcode :` fields
             self._feed_fields(line, msg)
@@ -192,7 +203,7 @@ class Topology:
             if m:
                 self.nodelist = expand_hostlist(m["list"]) or self.nodelist
             m = _TASKS_PER_NODE.search(msg)
-            if m:
+            if m and small_int(m["n"]) is not None:
                 self.tasks_per_node = int(m["n"])
 
     def _feed_launcher(self, msg, host):
@@ -206,11 +217,11 @@ class Topology:
             if isinstance(mapping, dict):
                 self._set_world_map(mapping, global_ranks="global_rank_mapping" in msg)
         m = _NODE_RANK.search(msg)
-        if m and host:
+        if m and host and _all_small(m["node"], m["procs"]):
             self.node_rank[host] = int(m["node"])
             self.local_procs = int(m["procs"])
         m = _SPAWNED.search(msg)
-        if m:
+        if m and _all_small(m["pid"], m["local"]):
             self.pid_local[(host, int(m["pid"]))] = int(m["local"])
 
     def _set_world_map(self, mapping, global_ranks):
@@ -233,14 +244,14 @@ class Topology:
             self._field_host = (m["host"], line.lineno)
             return
         m = _FIELD_RANK.match(msg)
-        if m and self._field_host and line.lineno - self._field_host[1] <= 3:
+        if m and small_int(m["rank"]) is not None and self._field_host and line.lineno - self._field_host[1] <= 3:
             self.host_of.setdefault(int(m["rank"]), self._field_host[0])
             self._add_host(self._field_host[0])
             self._field_rank = (self._field_host[0], int(m["rank"]), line.lineno)
             self._field_host = None
             return
         m = _FIELD_EXIT.match(msg)
-        if m and self._field_rank and line.lineno - self._field_rank[2] <= 3:
+        if m and small_int(m["pid"]) is not None and self._field_rank and line.lineno - self._field_rank[2] <= 3:
             host, rank, _ = self._field_rank
             self.pid_rank[(host, int(m["pid"]))] = rank
             self.pid_rank.setdefault((None, int(m["pid"])), rank)

@@ -22,6 +22,7 @@ retries     a connection retried again and again (NCCL's `Call to connect return
 from collections import deque
 
 from classifier.diagnosis.match import Hit
+from classifier.numbers import finite_float
 
 TREND_KINDS = ("loss_scale", "events", "retries")
 FLOOR = 1.0     # DeepSpeed's and apex's default min_loss_scale
@@ -38,10 +39,8 @@ RECENT = 64     # hits of a trend kept per input beyond the first (bounded memor
 
 
 def _scale(hit: Hit) -> float | None:
-    try:
-        return float(hit.facts.get("scale", ""))
-    except ValueError:
-        return None
+    scale = hit.facts.get("scale", "")
+    return finite_float(scale) if isinstance(scale, str) else None
 
 
 class _Series:

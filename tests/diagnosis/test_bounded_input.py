@@ -2,8 +2,12 @@
 
 import bz2
 import gzip
+import io
 import json
 import lzma
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -128,3 +132,57 @@ def test_numbers_of_thousands_of_digits_are_not_line_numbers_or_ranks(tmp_path):
     result = diagnose_job([str(log)])
     assert result["category"] == "unknown"
     assert json.loads(json.dumps(result, allow_nan=False)) == result
+
+
+def test_every_number_read_from_the_log_survives_thousands_of_digits(tmp_path):
+    # Found by benchmarks/fuzz.py (input 25164 of seed 1): an Xid line's pid of 6,124 digits
+    # crashed the diagnosis. Each line below reaches one place that reads a number out of the
+    # log: culprit and topology fields, a Slurm host list, a loss scale, a size fact.
+    from classifier.diagnosis.diagnose import diagnose_job
+    from classifier.render import render
+    n = "7" * 6000
+    log = tmp_path / "job.log"
+    log.write_text("\n".join([
+        f"[host-a:0]: NVRM: Xid (PCI:0000:3b:00): 79, pid={n}, GPU has fallen off the bus.",
+        f"[host-a:0]: Out of memory: Killed process {n} (python)",
+        f"[host-a:0]: [launch.py:319:sigkill_handler] --local_rank={n} exits with return code = -9",
+        f"[host-a:0]: failed (exitcode: -9) local_rank: {n} (pid: {n}) of binary: python",
+        f"[host-a:0]: [E ProcessGroupNCCL.cpp:475] [Rank {n}] Watchdog caught collective "
+        f"operation timeout: WorkNCCL(SeqNum={n}, OpType=ALLREDUCE) ran for 1800000 milliseconds",
+        f"[host-a:0]: [Rank 1] last enqueued NCCL work: {n}, last completed NCCL work: 1.",
+        f"[host-a:0]: [Rank 1] step {n} loss 2.0",
+        f"[host-a:0]: host-a:11:22 [0] NCCL INFO comm 0x55d rank {n} nranks {n} cudaDev 0 busId 1000",
+        f"[host-a:0]: dist_world_size={n} global_ranks=[{n}, 1] global_world_sizes=[{n}]",
+        f"[host-a:0]: SLURM_JOB_NODELIST=node[0-99999999],gpu[{n}] SLURM_TASKS_PER_NODE={n}",
+        f"[host-a:0]: nnodes={n}, num_local_procs={n}, node_rank={n}",
+        f"[host-a:0]: process {n} spawned with command: ['python', '--local_rank={n}']",
+        f"[host-a:0]: [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, "
+        f"reducing to 1{n}",
+        f"[host-a:0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1{n} GiB. "
+        f"GPU 0 has a total capacity of 79.15 GiB of which nan GiB is free.",
+        ""]))
+    result = diagnose_job([str(log)])
+    assert result["category"] != "none"
+    assert json.loads(json.dumps(result, allow_nan=False)) == result
+    from classifier.diagnosis.topology import MAX_HOSTS, expand_hostlist
+    assert expand_hostlist("node[0-99999999]") == []  # not 100 M names in memory
+    assert len(expand_hostlist(f"n[1-{MAX_HOSTS - 1}]")) == MAX_HOSTS - 1
+    for fmt in ("text", "json", "markdown"):
+        out = io.StringIO()
+        render(result, fmt, out)
+        assert out.getvalue()
+
+
+def test_a_bug_is_one_line_and_exit_70_never_a_traceback(tmp_path):
+    # The last guard: whatever escapes the diagnosis is named on one line, secrets redacted.
+    code = ("import sys; import classifier.diagnosis.diagnose as d\n"
+            "def boom(*a, **k): raise ValueError('token=ghp_' + 'a1' * 18 + ' \\x1b]52;c;eA==\\x07')\n"
+            "d.diagnose_job = boom\n"
+            "from classifier.cli import main; sys.exit(main(['README.md']))\n")
+    env = {k: v for k, v in os.environ.items() if k != "DSDIAG_DEBUG"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert proc.returncode == 70
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("dsdiag: internal error: ValueError at <string>:2")
+    assert "ghp_" + "a1" * 18 not in proc.stderr and "\x1b" not in proc.stderr
