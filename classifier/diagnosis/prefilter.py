@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
+from classifier.diagnosis.storms import Storms
 
 if TYPE_CHECKING:
     from classifier.diagnosis.read import Warnings
@@ -63,6 +64,9 @@ class _Selector:
         self.recent = deque(maxlen=max(BEFORE, TAIL))  # (lineno, bytes) of the last chunk's end
         self.budget = SELECT_BUDGET  # lines still to emit before only the tail is kept
         self.spent = False
+        self.storms = Storms()
+        self.stormy = False         # most of the last chunk's lines were a storm's copies
+        self.tail_from = None       # the first of the input's last TAIL lines, once known
 
     def _spent(self):
         if not self.spent:
@@ -72,6 +76,10 @@ class _Selector:
                               f"only the last {TAIL} lines were diagnosed")
 
     def _line(self, lineno, data):
+        """The RawLine of line `lineno`, or None for one copy too many of a storm's line."""
+        if (self.tail_from is None or lineno < self.tail_from) and not self.storms.keep(data, lineno):
+            self.emitted = lineno
+            return None
         if len(data) > MAX_LINE:
             data = data[:MAX_LINE]
             self.warnings.add("line_truncated", f"{self.source}: lines over {MAX_LINE // 1024} KiB truncated")
@@ -84,8 +92,11 @@ class _Selector:
         what chunk() yields when head and tail cover it all, in one split."""
         lines = chunk.split(b"\n")
         lines.pop()  # the empty piece after the final newline
+        self.tail_from = self.base + len(lines) - TAIL + 1
         for lineno, data in enumerate(lines, self.base + 1):
-            yield self._line(lineno, data)
+            line = self._line(lineno, data)
+            if line is not None:
+                yield line
 
     def chunk(self, chunk, found, last=False, total=None):
         """Yield the selected RawLines of a chunk that ends with a newline.
@@ -104,6 +115,8 @@ class _Selector:
             head = max(self.owed, HEAD - self.base)  # the head, and lines owed by the last chunk
         self.owed = 0
         if last:
+            total = chunk.count(b"\n") if total is None else total
+            self.tail_from = self.base + total - TAIL + 1
             spans = _line_spans(chunk, len(chunk), TAIL, False)
             if spans:
                 tail = spans[0][0]
@@ -117,8 +130,11 @@ class _Selector:
             if first < reach:
                 for lineno, data in list(self.recent)[-(reach - first):]:
                     if lineno > self.emitted:
-                        yield self._line(lineno, data)
+                        line = self._line(lineno, data)
+                        if line is not None:
+                            yield line
         total = chunk.count(b"\n") if total is None else total
+        dropped = self.storms.dropped
         walk = [0, 0]  # local index of the first line not yet walked, and its byte offset
 
         def forward(count):
@@ -128,13 +144,21 @@ class _Selector:
                     break
                 nl = chunk.find(b"\n", pos)
                 if self.base + upto + 1 > self.emitted:
-                    yield self._line(self.base + upto + 1, chunk[pos:nl])
+                    line = self._line(self.base + upto + 1, chunk[pos:nl])
+                    if line is not None:
+                        yield line
                 pos, upto = nl + 1, upto + 1
             walk[:] = upto, pos
 
         yield from forward(head)
         k, at = 0, 0  # the local line index of byte offset `at`
         for start in starts:
+            if not last and self.storms.rest_is_storm(chunk, walk[1]):
+                # The rest of the chunk is copies of a storm's lines: count them, walk none.
+                self.storms.skipped(self.base + walk[0] + 1, total - walk[0])
+                walk[:] = total, len(chunk)
+                self.emitted, self.owed = self.base + total, 0
+                break
             if self.budget <= 0 and found[start][1] != len(chunk):
                 self._spent()
                 continue
@@ -149,11 +173,25 @@ class _Selector:
                 walk[:] = k - reach, pos
             yield from forward(k + after + 1 - walk[0])
             self.owed = max(self.owed, k + after + 1 - total)
+        self.stormy = self.storms.dropped - dropped > total // 2
+        self._remember(chunk, total)
+
+    def _remember(self, chunk, total):
+        # The chunk's last lines, which the next chunk's first windows may reach back to.
         tail_spans = _line_spans(chunk, len(chunk), min(total, self.recent.maxlen), False)
         first_tail = self.base + total - len(tail_spans) + 1
         for k, (s, e) in enumerate(tail_spans):
             self.recent.append((first_tail + k, chunk[s:e]))
         self.base += total
+
+    def skip(self, chunk):
+        """Pass over a chunk (not the input's last) whose every line is a copy of a storm's
+        line (Storms.covers): count its lines, read none, at C speed."""
+        total = chunk.count(b"\n")
+        self.storms.skipped(self.base + 1, total)
+        self.owed = 0
+        self._remember(chunk, total)
+        self.emitted = self.base
 
 
 
@@ -219,9 +257,17 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
 
     With Hyperscan, which lets go of the GIL while it scans, `scanners` threads (default:
     one per core, at most SCANNERS) search the next chunks while this one is read on; the
-    chunks in flight are bounded, so memory stays flat.
+    chunks in flight are bounded, so memory stays flat. Copies of a line past storms.KEEP
+    are counted, not yielded (storms.py), with a warning.
     """
     selector = _Selector(source, warnings)
+    yield from _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners)
+    storm = selector.storms.warning(source)
+    if storm:
+        warnings.add("repeated_lines", storm)
+
+
+def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
     pieces = _line_chunks(chunks, source, warnings, chunk_bytes)
     first = next(pieces, None)
     if first is None:
@@ -237,6 +283,9 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
         scanners = min(SCANNERS, os.cpu_count() or 1) if finder.parallel else 1
     if scanners <= 1 or first[1]:  # one piece (most logs): no thread to start
         for chunk, last in pieces:
+            if _storm_copies(selector, chunk, last):
+                selector.skip(chunk)
+                continue
             found = finder.scan(chunk) if selector.budget > 0 else {}
             yield from selector.chunk(chunk, found, last)
         return
@@ -244,17 +293,28 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
     try:
         ahead = deque()
         for chunk, last in pieces:
-            ahead.append((chunk, last, pool.submit(chunk)))
+            # A chunk of nothing but a storm's copies is neither scanned nor walked.
+            skip = _storm_copies(selector, chunk, last)
+            ahead.append((chunk, last, None if skip else pool.submit(chunk)))
             if len(ahead) > scanners:
-                chunk, last, done = ahead.popleft()
-                found, total = pool.result(done)
-                yield from selector.chunk(chunk, found, last, total)
+                yield from _take(selector, pool, *ahead.popleft())
         while ahead:
-            chunk, last, done = ahead.popleft()
-            found, total = pool.result(done)
-            yield from selector.chunk(chunk, found, last, total)
+            yield from _take(selector, pool, *ahead.popleft())
     finally:
         pool.close()
+
+
+def _storm_copies(selector, chunk, last):
+    return not last and selector.stormy and selector.storms.covers(chunk)
+
+
+def _take(selector, pool, chunk, last, done):
+    # Asked again: the storm may have been found since the chunk was sent to be scanned.
+    if done is None or _storm_copies(selector, chunk, last):
+        selector.skip(chunk)
+        return ()
+    found, total = pool.result(done)
+    return selector.chunk(chunk, found, last, total)
 
 
 class _Scanners:

@@ -1,0 +1,93 @@
+"""Storms of one line: the copies past the first few hundred are counted, not diagnosed.
+
+A job that dies in a retry loop prints one warning a hundred thousand times (c10d's "client
+socket has failed to connect", a traceback re-raised in a loop, a loader's retry). Each copy
+the prefilter passes on costs ~20-100 us downstream, so such a log took 70x the time of a
+normal one of its size, and every copy after the first few hundred tells nothing new. Lines
+are grouped by shape: the bytes without their digits (ports, steps, addresses and counters
+differ from copy to copy), and for a line that names its rank or process (`[rank3]:`,
+`[Rank 3]`, `node-1:4242:4300 [3]`, `3: `) its rank tokens too, so a timeout that 4,096 ranks
+each report once is 4,096 shapes, not one storm. The last TAIL lines of an input are always
+read (the storm's end is where the failure is).
+"""
+
+import re
+
+KEEP = 512            # copies of one shape read per input; later ones are counted only
+WARN = 10_000         # skipped lines that make a storm worth a warning (fewer: chatter)
+RUN = 4096            # lines skipped in a row before the rest of a chunk is looked at whole
+MAX_SHAPES = 1 << 16  # shapes remembered at once (bounded memory: hashes, not lines)
+_DIGITS = b"0123456789"
+# On a shape (digits gone): does the line carry a rank or process label?
+_RANKISH = re.compile(rb"(?i)rank|default|worker|trainer|^\s*:|^\[,\]<|^[\w.-]+:: \[\]")
+_RANK_ID = re.compile(rb"(?i)(?:rank|default|worker|trainer)\D{0,3}\d+|^\s*\d+:|^\[\d+,\d+\]"
+                      rb"|^[\w.-]+:\d+:\d+ \[\d+\]")
+
+
+class Storms:
+    """Counts each line shape an input's selection emits and says which copies to skip."""
+
+    __slots__ = ("counts", "rankish", "dropped", "first", "run")
+
+    def __init__(self) -> None:
+        self.counts: dict = {}
+        self.rankish: dict[int, bool] = {}
+        self.dropped = 0
+        self.first = 0  # the first line skipped
+        self.run = 0    # lines skipped since the last one read
+
+    def keep(self, data: bytes, lineno: int) -> bool:
+        """Whether line `lineno` (its bytes) is read, or is one copy too many of its shape."""
+        shape = hash(data.translate(None, _DIGITS))
+        rankish = self.rankish.get(shape)
+        if rankish is None:
+            if len(self.rankish) >= MAX_SHAPES:
+                self.rankish.clear()
+            rankish = self.rankish[shape] = _RANKISH.search(data.translate(None, _DIGITS)) is not None
+        key = (shape, *_RANK_ID.findall(data)) if rankish else shape
+        counts = self.counts
+        n = counts.get(key, 0) + 1
+        if n == 1 and len(counts) >= MAX_SHAPES:
+            # Thousands of distinct shapes: no storm among the rare ones; keep the frequent.
+            counts = self.counts = {k: v for k, v in counts.items() if v >= 8}
+        counts[key] = n
+        if n <= KEEP:
+            self.run = 0
+            return True
+        if not self.dropped:
+            self.first = lineno
+        self.dropped += 1
+        self.run += 1
+        return False
+
+    def covers(self, chunk: bytes) -> bool:
+        """Whether every line of `chunk` (ending with a newline) is a copy of a shape already
+        read KEEP times, none with a rank label: then none of them needs reading."""
+        shapes = set(chunk.translate(None, _DIGITS).split(b"\n"))
+        shapes.discard(b"")  # blank lines (and the piece after the final newline) say nothing
+        counts, rankish = self.counts, self.rankish
+        return all(rankish.get(h) is False and counts.get(h, 0) >= KEEP for h in map(hash, shapes))
+
+    def rest_is_storm(self, chunk: bytes, pos: int) -> bool:
+        """After RUN lines skipped in a row: whether the rest of `chunk` from `pos` is all
+        copies (covers). Asked once per RUN skipped lines, so its cost stays small per line."""
+        if self.run < RUN:
+            return False
+        self.run = 0
+        return self.covers(chunk[pos:])
+
+    def skipped(self, first: int, count: int) -> None:
+        """Count `count` lines from line `first` on as skipped copies."""
+        if not self.dropped:
+            self.first = first
+        self.dropped += count
+
+    def warning(self, source: str) -> str | None:
+        """The warning for an input that held a storm, or None.
+
+        Fewer skipped lines are chatter (progress bars, per-step lines repeated past KEEP in
+        the head), skipped as quietly as the prefilter skips any line it does not select."""
+        if self.dropped < WARN:
+            return None
+        return (f"{source}: {self.dropped:,} lines from line {self.first:,} on repeated a line "
+                f"already read {KEEP} times (digits aside) and were counted, not diagnosed")

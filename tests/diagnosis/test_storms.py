@@ -1,0 +1,92 @@
+"""Storms of one line: copies past storms.KEEP are counted, not read; ranks stay apart."""
+
+import pytest
+
+from classifier.diagnosis import prefilter, storms
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.diagnosis.read import Warnings
+from classifier.rules.load import default_rules
+
+MB = 1 << 20
+
+
+def _select(data, engine="re"):
+    warnings = Warnings()
+    lines = list(prefilter.select_lines([data[i:i + MB] for i in range(0, len(data), MB)], "job",
+                                        warnings, default_rules().finder(engine), chunk_bytes=MB))
+    return lines, warnings.as_list()
+
+
+def _retry(i, prefix=""):
+    return (f"{prefix}[W socket.cpp:{600 + i % 9}] [c10d] The client socket has failed to connect "
+            f"to [node{i % 64}]:29500 (errno: 111 - Connection refused).\n")
+
+
+@pytest.mark.parametrize("engine", ["re", "hyperscan"])
+def test_a_retry_storm_reads_keep_copies_and_the_tail_and_counts_the_rest(engine):
+    if engine == "hyperscan":
+        pytest.importorskip("hyperscan")
+    n = 60_000  # ~7 MB: several chunks, so whole chunks are skipped too
+    data = "".join(_retry(i) for i in range(n)).encode()
+    lines, warnings = _select(data, engine)
+    linenos = [line.lineno for line in lines]
+    assert linenos == sorted(set(linenos))
+    assert linenos[:storms.KEEP] == list(range(1, storms.KEEP + 1))
+    assert linenos[-prefilter.TAIL:] == list(range(n - prefilter.TAIL + 1, n + 1))  # the end is read
+    assert len(lines) == storms.KEEP + prefilter.TAIL
+    [warning] = warnings
+    skipped = n - storms.KEEP - prefilter.TAIL
+    assert warning["code"] == "repeated_lines"
+    assert f"{skipped:,} lines from line {storms.KEEP + 1:,} on" in warning["message"]
+
+
+def test_a_timeout_every_rank_reports_once_is_not_a_storm():
+    # 4,096 ranks each print the watchdog's line once: one shape without digits, but each line
+    # names its rank, and the culprit needs every one of them.
+    ranks = 4096
+    data = b"".join(f"[rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+                    f"operation timeout: WorkNCCL(SeqNum=212, OpType=ALLREDUCE, NumelIn=1) ran for "
+                    f"1800000 milliseconds before timing out.\n".encode() for r in range(ranks))
+    lines, warnings = _select(b"step 1 loss 2.0\n" * 3000 + data)
+    timeouts = [line for line in lines if b"Watchdog" in line.text.encode()]
+    assert len(timeouts) == ranks and not warnings
+
+
+def test_a_storm_under_rank_labels_keeps_each_ranks_copies():
+    ranks = 8
+    data = "".join(_retry(i, f"[rank{i % ranks}]:") for i in range(40_000)).encode()
+    lines, _ = _select(data)
+    per_rank = {}
+    for line in lines[:-prefilter.TAIL]:
+        rank = line.text.split("]")[0]
+        per_rank[rank] = per_rank.get(rank, 0) + 1
+    assert len(per_rank) == ranks and set(per_rank.values()) == {storms.KEEP}
+
+
+def test_repeated_chatter_below_a_storm_is_skipped_without_a_warning():
+    data = b"".join(b"  %d%%|#   | %d/900 [00:01<00:30]\n" % (i % 100, i) for i in range(3000))
+    lines, warnings = _select(data + b"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    assert len(lines) < 3001 and not warnings
+
+
+def test_covers_asks_for_every_shape_known_and_none_rank_labelled():
+    tracker = storms.Storms()
+    for i in range(storms.KEEP):
+        assert tracker.keep(b"retry %d failed" % i, i + 1)
+    assert not tracker.keep(b"retry 99999 failed", storms.KEEP + 1)
+    assert tracker.covers(b"retry 1 failed\nretry 22 failed\n\n")
+    assert not tracker.covers(b"retry 1 failed\nretry 2 failed!\n")   # one other shape
+    for i in range(storms.KEEP + 1):
+        tracker.keep(b"[rank%d]: retry failed" % (i % 2), i + 1)
+    assert not tracker.covers(b"[rank1]: retry failed\n")              # ranks: line by line
+
+
+def test_a_storm_job_is_diagnosed_from_what_was_read(tmp_path):
+    log = tmp_path / "storm.log"
+    log.write_text("".join(_retry(i) for i in range(30_000))
+                   + "torch.distributed.DistNetworkError: The client socket has failed to connect "
+                     "to any network address of (node3, 29500).\n")
+    result = diagnose_job([str(log)])
+    assert result["category"] == "connection_failure"
+    assert result["evidence"][0]["line"] == 30_001
+    assert "repeated_lines" in {w["code"] for w in result["warnings"]}
