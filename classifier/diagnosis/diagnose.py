@@ -50,7 +50,7 @@ def _evidence_json(lines):
     return out
 
 
-def _raw_lines(path, warnings, rules, chunk_size, select, limits):
+def _raw_lines(path, warnings, rules, chunk_size, select, limits, repeats=None):
     """The input's lines worth diagnosing: for every input, those the prefilter selects.
 
     Files, pipes and compressed streams of every size take the same path, so a log costs the
@@ -66,7 +66,8 @@ def _raw_lines(path, warnings, rules, chunk_size, select, limits):
         return rules.finder(engine)
 
     return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK, limits),
-                        display_name(path), warnings, finder)
+                        display_name(path), warnings, finder,
+                        repeats=None if repeats is None else repeats.setdefault(display_name(path), {}))
 
 
 def _finding(category, hits, ranks_seen, bf16_run=False):
@@ -124,7 +125,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         file_rank = rank_from_path(path)
         try:
             lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
-                                                          limits),
+                                                          limits, deferred.trends.repeats),
                                                index=i, file_rank=file_rank))
             for hit in scan(lines, index, on_line, warnings, budget):
                 if not deferred.offer(hit):

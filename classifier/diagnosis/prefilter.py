@@ -55,7 +55,7 @@ def _line_spans(chunk, start, count, forward):
 class _Selector:
     """Chooses and emits the lines of one input in order, each once, with true line numbers."""
 
-    def __init__(self, source, warnings):
+    def __init__(self, source, warnings, repeats=None):
         self.source = source
         self.warnings = warnings
         self.base = 0               # lines before the current chunk
@@ -64,7 +64,7 @@ class _Selector:
         self.recent = deque(maxlen=max(BEFORE, TAIL))  # (lineno, bytes) of the last chunk's end
         self.budget = SELECT_BUDGET  # lines still to emit before only the tail is kept
         self.spent = False
-        self.storms = Storms()
+        self.storms = Storms(repeats)
         self.stormy = False         # most of the last chunk's lines were a storm's copies
         self.tail_from = None       # the first of the input's last TAIL lines, once known
 
@@ -77,9 +77,12 @@ class _Selector:
 
     def _line(self, lineno, data):
         """The RawLine of line `lineno`, or None for one copy too many of a storm's line."""
-        if (self.tail_from is None or lineno < self.tail_from) and not self.storms.keep(data, lineno):
-            self.emitted = lineno
-            return None
+        if self.tail_from is None or lineno < self.tail_from:
+            if not self.storms.keep(data, lineno):
+                self.emitted = lineno
+                return None
+        else:
+            self.storms.claim(data, lineno)
         if len(data) > MAX_LINE:
             data = data[:MAX_LINE]
             self.warnings.add("line_truncated", f"{self.source}: lines over {MAX_LINE // 1024} KiB truncated")
@@ -155,7 +158,7 @@ class _Selector:
         for start in starts:
             if not last and self.storms.rest_is_storm(chunk, walk[1]):
                 # The rest of the chunk is copies of a storm's lines: count them, walk none.
-                self.storms.skipped(self.base + walk[0] + 1, total - walk[0])
+                self.storms.skipped(self.base + walk[0] + 1, total - walk[0], chunk[walk[1]:])
                 walk[:] = total, len(chunk)
                 self.emitted, self.owed = self.base + total, 0
                 break
@@ -188,7 +191,7 @@ class _Selector:
         """Pass over a chunk (not the input's last) whose every line is a copy of a storm's
         line (Storms.covers): count its lines, read none, at C speed."""
         total = chunk.count(b"\n")
-        self.storms.skipped(self.base + 1, total)
+        self.storms.skipped(self.base + 1, total, chunk)
         self.owed = 0
         self._remember(chunk, total)
         self.emitted = self.base
@@ -249,7 +252,8 @@ def _scan_and_count(finder, chunk):
 
 def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
                  finder: "PurePythonFinder | HyperscanFinder | Callable[[], Any]",
-                 chunk_bytes: int = BIG_CHUNK, scanners: int | None = None) -> Iterator[RawLine]:
+                 chunk_bytes: int = BIG_CHUNK, scanners: int | None = None,
+                 repeats: dict | None = None) -> Iterator[RawLine]:
     """Yield the RawLines of an input worth diagnosing, from its byte chunks.
 
     `finder` may be a function that makes one: an input of at most HEAD + TAIL lines (most
@@ -258,9 +262,10 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
     With Hyperscan, which lets go of the GIL while it scans, `scanners` threads (default:
     one per core, at most SCANNERS) search the next chunks while this one is read on; the
     chunks in flight are bounded, so memory stays flat. Copies of a line past storms.KEEP
-    are counted, not yielded (storms.py), with a warning.
+    are counted, not yielded (storms.py), with a warning; `repeats` gets {lineno: copies}
+    for each line read that ends a run of skipped copies of itself.
     """
-    selector = _Selector(source, warnings)
+    selector = _Selector(source, warnings, repeats)
     yield from _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners)
     storm = selector.storms.warning(source)
     if storm:

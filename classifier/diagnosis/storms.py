@@ -27,24 +27,39 @@ _RANK_ID = re.compile(rb"(?i)(?:rank|default|worker|trainer)\D{0,3}\d+|^\s*\d+:|
 class Storms:
     """Counts each line shape an input's selection emits and says which copies to skip."""
 
-    __slots__ = ("counts", "rankish", "dropped", "first", "run")
+    __slots__ = ("counts", "rankish", "dropped", "first", "run", "pending", "repeats")
 
-    def __init__(self) -> None:
+    def __init__(self, repeats: dict | None = None) -> None:
         self.counts: dict = {}
+        # Copies skipped since the last one read, by shape; the next copy read (the storm's
+        # end, in the tail) carries them in `repeats`, {lineno: copies}, so a trend counts
+        # every retry, not only the ones read.
+        self.pending: dict = {}
+        self.repeats = repeats if repeats is not None else {}
         self.rankish: dict[int, bool] = {}
         self.dropped = 0
         self.first = 0  # the first line skipped
         self.run = 0    # lines skipped since the last one read
 
-    def keep(self, data: bytes, lineno: int) -> bool:
-        """Whether line `lineno` (its bytes) is read, or is one copy too many of its shape."""
+    def _key(self, data):
         shape = hash(data.translate(None, _DIGITS))
         rankish = self.rankish.get(shape)
         if rankish is None:
             if len(self.rankish) >= MAX_SHAPES:
                 self.rankish.clear()
             rankish = self.rankish[shape] = _RANKISH.search(data.translate(None, _DIGITS)) is not None
-        key = (shape, *_RANK_ID.findall(data)) if rankish else shape
+        return (shape, *_RANK_ID.findall(data)) if rankish else shape
+
+    def claim(self, data: bytes, lineno: int, key=None) -> None:
+        """Line `lineno` is read: it carries the copies of its shape skipped before it."""
+        if self.pending:
+            copies = self.pending.pop(self._key(data) if key is None else key, 0)
+            if copies:
+                self.repeats[lineno] = copies
+
+    def keep(self, data: bytes, lineno: int) -> bool:
+        """Whether line `lineno` (its bytes) is read, or is one copy too many of its shape."""
+        key = self._key(data)
         counts = self.counts
         n = counts.get(key, 0) + 1
         if n == 1 and len(counts) >= MAX_SHAPES:
@@ -53,10 +68,12 @@ class Storms:
         counts[key] = n
         if n <= KEEP:
             self.run = 0
+            self.claim(data, lineno, key)
             return True
         if not self.dropped:
             self.first = lineno
         self.dropped += 1
+        self.pending[key] = self.pending.get(key, 0) + 1
         self.run += 1
         return False
 
@@ -76,8 +93,14 @@ class Storms:
         self.run = 0
         return self.covers(chunk[pos:])
 
-    def skipped(self, first: int, count: int) -> None:
-        """Count `count` lines from line `first` on as skipped copies."""
+    def skipped(self, first: int, count: int, lines: bytes) -> None:
+        """Count `count` lines from line `first` on, `lines` (all copies: covers), as skipped."""
+        from collections import Counter
+        pending = self.pending
+        for shape, copies in Counter(lines.translate(None, _DIGITS).split(b"\n")).items():
+            if shape:
+                key = hash(shape)
+                pending[key] = pending.get(key, 0) + copies
         if not self.dropped:
             self.first = first
         self.dropped += count

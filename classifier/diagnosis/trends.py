@@ -63,6 +63,9 @@ class TrendHits:
 
     def __init__(self) -> None:
         self._series: dict[tuple[str, str], _Series] = {}
+        # {source: {line number: copies}}: the copies of a line the prefilter skipped before
+        # reading it (storms.py); a trend counts them as its own.
+        self.repeats: dict[str, dict[int, int]] = {}
 
     def add(self, hit: Hit) -> None:
         """Record one line hit of a trend rule."""
@@ -82,7 +85,7 @@ class TrendHits:
         if s is None:
             s = self._series[key] = _Series(hit.rule, hit)
             s.min = value
-        s.count += 1
+        s.count += 1 + self.repeats.get(hit.first.source, {}).get(hit.first.lineno, 0)
         s.last = hit
         if kind == "loss_scale":
             s.min = min(s.min, value)

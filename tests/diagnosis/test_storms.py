@@ -90,3 +90,18 @@ def test_a_storm_job_is_diagnosed_from_what_was_read(tmp_path):
     assert result["category"] == "connection_failure"
     assert result["evidence"][0]["line"] == 30_001
     assert "repeated_lines" in {w["code"] for w in result["warnings"]}
+
+
+@pytest.mark.parametrize("prefix", ["node1:2011:2011 [0] NCCL INFO ", "NCCL INFO "])
+def test_a_trend_counts_the_copies_it_did_not_read(tmp_path, prefix):
+    # With a process label each line is looked at; without one, whole chunks are skipped.
+    # Either way the retries the prefilter counted but did not read are in the trend's count.
+    n = 40_000
+    log = tmp_path / "retries.log"
+    log.write_text(f"{prefix}Call to connect returned Connection refused, retrying\n" * n
+                   + "node1:2011:2011 [0] misc/socket.cc:538 NCCL WARN Net : Connect to "
+                     "10.1.2.3<41291> failed\n")
+    result = diagnose_job([str(log)])
+    assert result["rule"] == "nccl_network.connect_retry_storm"
+    assert result["facts"]["retries"] == n
+    assert "repeated_lines" in {w["code"] for w in result["warnings"]}
