@@ -56,7 +56,9 @@ def test_the_pipelines_own_patterns_pass_the_backtracking_lint():
     problems = []
     for where, p in _module_patterns():
         flags = (regex.I if p.flags & re.I else 0) | (regex.M if p.flags & re.M else 0)
-        problem = backtracking_problem(regex.compile(p.pattern, flags | regex.V0))
+        # A bytes pattern (the prefilter's) is linted as the same text.
+        text = p.pattern.decode("latin-1") if isinstance(p.pattern, bytes) else p.pattern
+        problem = backtracking_problem(regex.compile(text, flags | regex.V0))
         if problem:
             problems.append(f"{where}: {p.pattern[:80]}: {problem}")
     assert not problems, "\n".join(problems)
