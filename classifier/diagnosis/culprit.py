@@ -10,6 +10,7 @@ names a culprit only when it singles one out, and the confidence says how direct
 """
 
 import re
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from classifier.numbers import small_int
@@ -47,8 +48,8 @@ _CONNECT_FAIL = re_compile(r"failed to connect to|Connection refused|No route to
                            r"|timed out after \d+\S* while trying to connect|Name or service not known"
                            r"|RendezvousConnectionError|DistNetworkError|host not found", re.IGNORECASE)
 _JOINED = re_compile(r"Init COMPLETE|Rendezvous complete|rendezvous'ing worker group|\bstep\b", re.IGNORECASE)
-# Words of every event below, in a lower-cased line. Most lines hold none; a loop of `in`
-# tests settles that 4x faster than one alternation regex (re tries each word at each position).
+# Words of every event below, in a lower-cased line. Most lines hold none: `in` tests settle
+# that 4x faster than an alternation regex (re tries each word at each position).
 EVENT_WORDS = ("timeout", "timed out", "by peer", "monitoredbarrier", "watchdog", "nvrm", "ecc",
                "off the bus", "gpu is lost", "killed process", "oom-kill", "return code = -9",
                "exitcode: -9", "connect", "refused", "no route", "not known", "rendezvous",
@@ -57,36 +58,35 @@ _STEP_WORD = re_compile(r"\bstep\b")
 
 
 def _step(msg: str):
-    """_STEP.search(msg) from where its word first is (case-blind, it tried every position)."""
+    """_STEP.search(msg) from its word's first place (an ASCII line's lower() keeps positions)."""
     low = msg.lower()
-    if not msg.isascii():  # lower() keeps an ASCII line's length, and so its positions
-        return _STEP.search(msg)
-    at = min((i for i in (low.find("step"), low.find("iter")) if i >= 0), default=-1)
-    return _STEP.search(msg, max(0, at - len("global_"))) if at >= 0 else None
+    found = [i for i in (low.find("step"), low.find("iter")) if i >= 0] if msg.isascii() else [0]
+    return _STEP.search(msg, max(0, min(found) - len("global_"))) if found else None
 
 
-def _hints(*words: str):
-    """A test that the (lower-cased, where the words are) line holds one of `words`."""
-    return lambda text: any(word in text for word in words)
+def _holds(text: str, words: tuple[str, ...]) -> bool:
+    """Does `text` (lower-cased, where the words are) hold one of `words`?"""
+    for word in words:
+        if word in text:
+            return True
+    return False
 
 
-# Literals each pattern needs (_TIMEOUT and _CONNECT_FAIL in the lower-cased line, as the
-# latter ignores case; _HW's and _XID's as written).
-_TIMEOUT_HINTS = _hints("collective operation timeout", "timed out in blocking wait",
-                        "timeout at nccl work", "detected by watchdog at work", "timed out waiting ",
-                        "connection closed by peer", "connection reset by peer",
-                        "failed to pass monitoredbarrier")
-_HW_HINTS = _hints("NVRM", "fallen off the bus", "uncorrectable ECC", "ECC error", "GPU is lost")
-_CONNECT_HINTS = _hints("failed to connect to", "connection refused", "no route to host",
-                        "while trying to connect", "name or service not known",
-                        "rendezvousconnectionerror", "distnetworkerror", "host not found")
+# Literals each pattern needs (_TIMEOUT, _CONNECT_FAIL in the lower-cased line; _HW, _XID as written).
+_TIMEOUT_HINTS = partial(_holds, words=(
+    "collective operation timeout", "timed out in blocking wait", "timeout at nccl work",
+    "detected by watchdog at work", "timed out waiting ", "connection closed by peer",
+    "connection reset by peer", "failed to pass monitoredbarrier"))
+_HW_HINTS = partial(_holds, words=("NVRM", "fallen off the bus", "uncorrectable ECC", "ECC error", "GPU is lost"))
+_CONNECT_HINTS = partial(_holds, words=(
+    "failed to connect to", "connection refused", "no route to host", "while trying to connect",
+    "name or service not known", "rendezvousconnectionerror", "distnetworkerror", "host not found"))
 
 
 def any_event(low: str) -> bool:
     """Does the lower-cased line name any event the witness reads?"""
-    for word in EVENT_WORDS:
-        if word in low:
-            return True
+    if _holds(low, EVENT_WORDS):
+        return True
     at = low.find("step")  # \bstep\b starts at an occurrence: search from the first one
     return at >= 0 and _STEP_WORD.search(low, at) is not None
 
