@@ -10,6 +10,7 @@ names a culprit only when it singles one out, and the confidence says how direct
 """
 
 import re
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from classifier.numbers import small_int
@@ -47,10 +48,8 @@ _CONNECT_FAIL = re_compile(r"failed to connect to|Connection refused|No route to
                            r"|timed out after \d+\S* while trying to connect|Name or service not known"
                            r"|RendezvousConnectionError|DistNetworkError|host not found", re.IGNORECASE)
 _JOINED = re_compile(r"Init COMPLETE|Rendezvous complete|rendezvous'ing worker group|\bstep\b", re.IGNORECASE)
-# One search per line decides whether any of the above can match (a log is mostly other lines).
-# Searched in the lower-cased line: 4x faster than an IGNORECASE alternation, on every line.
-# Words of every event below, in a lower-cased line. Most lines hold none; a loop of `in`
-# tests settles that 4x faster than one alternation regex (re tries each word at each position).
+# Words of every event below, in a lower-cased line. Most lines hold none: `in` tests settle
+# that 4x faster than an alternation regex (re tries each word at each position).
 EVENT_WORDS = ("timeout", "timed out", "by peer", "monitoredbarrier", "watchdog", "nvrm", "ecc",
                "off the bus", "gpu is lost", "killed process", "oom-kill", "return code = -9",
                "exitcode: -9", "connect", "refused", "no route", "not known", "rendezvous",
@@ -58,34 +57,38 @@ EVENT_WORDS = ("timeout", "timed out", "by peer", "monitoredbarrier", "watchdog"
 _STEP_WORD = re_compile(r"\bstep\b")
 
 
-def _hints(*words: str):
-    """A test that the (lower-cased, where the words are) line holds one of `words`."""
-    def holds(text: str) -> bool:
-        for word in words:
-            if word in text:
-                return True
-        return False
-    return holds
+def _step(msg: str):
+    """_STEP.search(msg) from its word's first place (an ASCII line's lower() keeps positions)."""
+    low = msg.lower()
+    found = [i for i in (low.find("step"), low.find("iter")) if i >= 0] if msg.isascii() else [0]
+    return _STEP.search(msg, max(0, min(found) - len("global_"))) if found else None
 
 
-# Literals each pattern needs (_TIMEOUT and _CONNECT_FAIL in the lower-cased line, as the
-# latter ignores case; _HW's and _XID's as written).
-_TIMEOUT_HINTS = _hints("collective operation timeout", "timed out in blocking wait",
-                        "timeout at nccl work", "detected by watchdog at work", "timed out waiting ",
-                        "connection closed by peer", "connection reset by peer",
-                        "failed to pass monitoredbarrier")
-_HW_HINTS = _hints("NVRM", "fallen off the bus", "uncorrectable ECC", "ECC error", "GPU is lost")
-_CONNECT_HINTS = _hints("failed to connect to", "connection refused", "no route to host",
-                        "while trying to connect", "name or service not known",
-                        "rendezvousconnectionerror", "distnetworkerror", "host not found")
+def _holds(text: str, words: tuple[str, ...]) -> bool:
+    """Does `text` (lower-cased, where the words are) hold one of `words`?"""
+    for word in words:
+        if word in text:
+            return True
+    return False
+
+
+# Literals each pattern needs (_TIMEOUT, _CONNECT_FAIL in the lower-cased line; _HW, _XID as written).
+_TIMEOUT_HINTS = partial(_holds, words=(
+    "collective operation timeout", "timed out in blocking wait", "timeout at nccl work",
+    "detected by watchdog at work", "timed out waiting ", "connection closed by peer",
+    "connection reset by peer", "failed to pass monitoredbarrier"))
+_HW_HINTS = partial(_holds, words=("NVRM", "fallen off the bus", "uncorrectable ECC", "ECC error", "GPU is lost"))
+_CONNECT_HINTS = partial(_holds, words=(
+    "failed to connect to", "connection refused", "no route to host", "while trying to connect",
+    "name or service not known", "rendezvousconnectionerror", "distnetworkerror", "host not found"))
 
 
 def any_event(low: str) -> bool:
     """Does the lower-cased line name any event the witness reads?"""
-    for word in EVENT_WORDS:
-        if word in low:
-            return True
-    return "step" in low and _STEP_WORD.search(low) is not None
+    if _holds(low, EVENT_WORDS):
+        return True
+    at = low.find("step")  # \bstep\b starts at an occurrence: search from the first one
+    return at >= 0 and _STEP_WORD.search(low, at) is not None
 
 # Categories whose cause lives on one node or rank; a config or install error is everyone's.
 _LOCAL = frozenset({"gpu_oom", "unknown", "nccl_network", "disk_full", "device_visibility"})
@@ -118,8 +121,9 @@ class CulpritWitness:
         if line.source not in self._file_host:
             self._file_host[line.source] = host_from_path(line.source)
         host = line_host(line, self._file_host[line.source])
-        msg, rank = line.msg, line.rank
-        if rank is None and "Rank " in msg:
+        # Literal tests read the gist (long runs squeezed, normalize.gist); regexes the message.
+        msg, gist, rank = line.msg, line.gist, line.rank
+        if rank is None and "Rank " in gist:
             m = _MSG_RANK.search(msg)
             if m:
                 rank = small_int(m["rank"])
@@ -130,11 +134,11 @@ class CulpritWitness:
             self.seen.add(rank)
             if line.ts is not None:
                 self.last_ts[rank] = line.ts
-            m = _STEP.search(msg) if "tep" in msg or "ter" in msg else None
+            m = _step(msg) if "tep" in gist or "ter" in gist else None
             step = small_int(m["n"]) if m else None
             if step is not None:
                 self.last_step[rank] = step
-        low = msg.lower()
+        low = gist.lower()
         if not any_event(low):
             return
         # Each search below is behind a literal its pattern needs: most event lines are NCCL's
@@ -155,21 +159,21 @@ class CulpritWitness:
             enqueued = small_int(m["n"]) if m else None
             if enqueued is not None:
                 self.position[rank] = max(self.position.get(rank, -1), enqueued)
-        self._feed_node_events(msg, low, rank, host)
+        self._feed_node_events(msg, gist, low, rank, host)
 
-    def _feed_node_events(self, msg, low, rank, host):
-        m = (_XID.search(msg) or _HW.search(msg)) if _HW_HINTS(msg) else None
+    def _feed_node_events(self, msg, gist, low, rank, host):
+        m = (_XID.search(msg) or _HW.search(msg)) if _HW_HINTS(gist) else None
         if m:
             groups = m.groupdict()
             pid = groups.get("pid")
             self.hardware.append((host, groups.get("pci"), small_int(pid) if pid else None, rank))
-        m = _KERNEL_OOM.search(msg) if "Killed process" in msg or "oom-kill:" in msg else None
+        m = _KERNEL_OOM.search(msg) if "Killed process" in gist or "oom-kill:" in gist else None
         if m and small_int(m["pid"] or m["pid2"]) is not None:
             self.kernel_oom.append((host, small_int(m["pid"] or m["pid2"])))
-        m = _LAUNCHER_KILL.search(msg) if "exits with return code = -9" in msg else None
+        m = _LAUNCHER_KILL.search(msg) if "exits with return code = -9" in gist else None
         if m:
             self.kills.append((host, small_int(m["local"]) if m["local"] else None, -1))
-        m = _ELASTIC_KILL.search(msg) if "failed (exitcode: -9)" in msg else None
+        m = _ELASTIC_KILL.search(msg) if "failed (exitcode: -9)" in gist else None
         if m and small_int(m["local"]) is not None and small_int(m["pid"]) is not None:
             self.kills.append((host, small_int(m["local"]), small_int(m["pid"])))
         if host:

@@ -11,6 +11,7 @@ line); an outer one is kept as the line's `task`.
 """
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,52 @@ _BOX_RIGHT = re_compile(r"(?<!\s)\s*[│┃║]\s*$")  # starts at a run of spac
 # binary noise or inlined build output cannot make a three-line window cost megabytes.
 MATCH_LIMIT = 8 * 1024
 
+# A line's gist: its message with every long run of one character cut to SQUEEZED of them. The
+# witnesses (culprit, topology, signals, region, traceback) test each line for dozens of literals
+# before their regexes; `str.find` skips ahead only past characters its needle cannot hold, so
+# a long run of a character the needle holds (`o` in `timeout`, or `/`, which shares `o`'s slot
+# in CPython's 64-bit filter) is read one position per needle: 30 KB of `/` cost ~0.6 ms a line.
+# A literal whose runs are at most SQUEEZED long is in the gist if and only if it is in the
+# message, so the literal tests (and the witnesses' run-length-blind regexes) read the gist.
+RUN_STEP = 32   # the message is sampled every RUN_STEP characters
+SQUEEZED = 8
+_SAME3 = re_compile(r"(.)\1\1", re.DOTALL)  # three equal samples in a row
+_RUN_OF: dict[str, "re.Pattern"] = {}       # character -> the pattern of its squeezable runs
+
+
+def gist(msg: str) -> str:
+    """`msg` with runs of one character cut to SQUEEZED of it: every run of 3 * RUN_STEP or more
+    (it covers three samples in a row) and any run past RUN_STEP around those samples.
+
+    A line without three equal samples in a row costs a slice and one regex pass over
+    1/RUN_STEP of it; each such run of samples, one substitution around them.
+    """
+    n = len(msg)
+    if n < 8 * RUN_STEP:
+        return msg
+    sample = msg[::RUN_STEP]
+    m = _SAME3.search(sample)
+    if m is None:
+        return msg
+    out, done = [], 0
+    while m is not None:
+        c, first = m.group(1), m.start()
+        rest = sample[first:]
+        last = first + len(rest) - len(rest.lstrip(c))  # the sample after the run
+        # The samples around the run hold another character: a run of `c` through these
+        # samples starts after the one before and ends before the one after.
+        lo, hi = max(done, (first - 1) * RUN_STEP + 1), min(n, last * RUN_STEP)
+        pattern = _RUN_OF.get(c)
+        if pattern is None:
+            # a literal prefix: _sre finds it with its prefix table, never retrying inside a run
+            pattern = _RUN_OF[c] = re.compile(re.escape(c * (RUN_STEP + 1)) + re.escape(c) + "*")
+        out.append(msg[done:lo])
+        out.append(pattern.sub(c * SQUEEZED, msg[lo:hi]))
+        done = hi
+        m = _SAME3.search(sample, last)
+    out.append(msg[done:])
+    return "".join(out)
+
 
 class Line:
     """A log line after normalisation: where it came from, its rank and time, its message.
@@ -86,7 +133,7 @@ class Line:
     small log's diagnosis more than its lines do.
     """
 
-    __slots__ = ("source", "lineno", "text", "msg", "rank", "host", "ts", "index", "task")
+    __slots__ = ("source", "lineno", "text", "msg", "rank", "host", "ts", "index", "task", "gist")
 
     def __init__(self, source: str, lineno: int, text: str, msg: str, rank: int | None,
                  host: str | None, ts: float | None, index: int, task: int | None = None) -> None:
@@ -99,6 +146,7 @@ class Line:
         self.ts = ts          # seconds since the epoch (own or inherited) or None
         self.index = index    # position of the input among the job's files
         self.task = task      # an outer rank label around the rank's (srun -l's task id)
+        self.gist = gist(msg)  # msg with long runs of one character squeezed, for literal tests
 
     def __repr__(self) -> str:
         return f"Line({self.source!r}:{self.lineno}, rank={self.rank}, msg={self.msg!r})"

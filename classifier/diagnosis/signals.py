@@ -44,15 +44,15 @@ class FailureSignals:
 
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
-        msg = line.msg
+        msg, gist = line.msg, line.gist  # literal tests read the gist (normalize.gist)
         if not msg:
             return
         self.last_lineno[line.source] = line.lineno
         tail = self._tails.get(line.source)
         if tail is None:
             tail = self._tails[line.source] = deque(maxlen=END_LINES)
-        tail.append(msg)
-        if not self.bf16_run and ("bf16" in msg or "BF16" in msg or "bfloat16" in msg):
+        tail.append(gist)  # RUN_END and PROGRESS find in a gist what they find in its message
+        if not self.bf16_run and ("bf16" in gist or "BF16" in gist or "bfloat16" in gist):
             self.bf16_run = bool(BF16_RUN.search(msg))
         if self._root_left:
             self._root_left -= 1
@@ -63,12 +63,12 @@ class FailureSignals:
                     self.root_rank = int(value)
                 elif field == "exitcode" and self.root_exitcode is None:
                     self.root_exitcode = value
-        if ROOT_CAUSE in msg:
+        if ROOT_CAUSE in gist:
             self._root_left = ROOT_FIELD_LINES
             self.failed = True
             self._last_failure[line.source] = line.lineno
             return
-        hint = MARKER_HINT.search(msg.lower()) is not None
+        hint = MARKER_HINT.search(gist.lower()) is not None
         if hint and SUCCESS.search(msg):
             self._last_success[line.source] = line.lineno
             return

@@ -171,24 +171,24 @@ class Topology:
 
     def feed(self, line: "Line", host: str | None) -> None:
         """Read one normalised line, `host` being where it was written (line_host)."""
-        msg = line.msg
+        msg, gist = line.msg, line.gist  # literal tests read the gist (normalize.gist)
         if host:
             self._add_host(host)
             if line.rank is not None:
                 self.host_of.setdefault(line.rank, host)
-        if "NCCL" in msg:
+        if "NCCL" in gist:
             m = _NCCL_COMM.search(msg)
             if m and host and small_int(m["rank"]) is not None and small_int(m["nranks"]) is not None:
                 self._comms.append((host, int(m["rank"]), int(m["nranks"]), m["bus"]))
-        m = _WORLD.search(msg) if "orld_size" in msg or "WORLD_SIZE" in msg else None
+        m = _WORLD.search(msg) if "orld_size" in gist or "WORLD_SIZE" in gist else None
         if m and small_int(m["n"]) is not None:
             self.world_size = max(self.world_size, int(m["n"]))
-        if "launch" in msg or "spawned" in msg or "rank_mapping" in msg:
+        if "launch" in gist or "spawned" in gist or "rank_mapping" in gist:
             self._feed_launcher(msg, host)
-        m = _ELASTIC_FAILED.search(msg) if "exitcode" in msg else None
+        m = _ELASTIC_FAILED.search(msg) if "exitcode" in gist else None
         if m and _all_small(m["pid"], m["local"]):
             self.pid_local[(host, int(m["pid"]))] = int(m["local"])
-        m = _RDZV_RANKS.search(msg) if host and "global_ranks=" in msg else None
+        m = _RDZV_RANKS.search(msg) if host and "global_ranks=" in gist else None
         if m:
             for r in re.findall(r"\d+", m["ranks"]):
                 if small_int(r) is not None:
@@ -198,7 +198,7 @@ class Topology:
                 self.world_size = max(self.world_size, int(w["n"]))
         if msg[:1] in ("h", "r", "e"):  # torchelastic's `host :`, `rank :`, `exitcode :` fields
             self._feed_fields(line, msg)
-        if "SLURM" in msg or "NodeList" in msg:
+        if "SLURM" in gist or "NodeList" in gist:
             m = _NODELIST.search(msg)
             if m:
                 self.nodelist = expand_hostlist(m["list"]) or self.nodelist

@@ -135,9 +135,11 @@ class TracebackCollector:
         """Inspect one normalised line."""
         msg = line.msg.strip()
         state = self._open.setdefault((line.source, line.rank), _Open())
-        # Literal tests first: every line comes here and few are part of a traceback.
-        ipy = _IPY_START.match(msg) if "Traceback" in msg else None
-        if ipy or ("Traceback" in msg and _START.search(msg)):
+        # Literal tests first: every line comes here and few are part of a traceback. They read
+        # the gist, the message with long runs of one character squeezed (normalize.gist).
+        gist = line.gist
+        ipy = _IPY_START.match(msg) if "Traceback" in gist else None
+        if ipy or ("Traceback" in gist and _START.search(msg)):
             self._start(state, line, ipy.group("type") if ipy else None)
             return
         if msg[:1] in ("D", "T") and _CHAIN.match(msg):
@@ -158,7 +160,7 @@ class TracebackCollector:
                 state.wrapped = joined  # a path longer than two terminal lines
                 return
         if frame is None:
-            frame = self._frame(msg)
+            frame = self._frame(msg, gist)
         if frame is None and _PY_FRAME_HEAD.match(msg):
             state.wrapped = msg[:MAX_WRAPPED]
             return
@@ -195,11 +197,12 @@ class TracebackCollector:
             state.expect_source = False
 
     @staticmethod
-    def _frame(msg: str) -> Frame | None:
+    def _frame(msg: str, gist: str | None = None) -> Frame | None:
         # What each frame form must hold: `File "`, ` in ` (pytest, IPython, Python), `frame #`
-        # (c10), `Exception raised from` (c10's raise site).
-        if not ("File \"" in msg or " in " in msg or "frame #" in msg
-                or "Exception raised from " in msg):
+        # (c10), `Exception raised from` (c10's raise site); tested in `gist`, msg's if given.
+        gist = msg if gist is None else gist
+        if not ("File \"" in gist or " in " in gist or "frame #" in gist
+                or "Exception raised from " in gist):
             return None
         for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _IPY_FRAME, _CPP_FRAME):
             m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)

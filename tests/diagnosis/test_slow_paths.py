@@ -135,3 +135,56 @@ def test_seen_keys_pruned_behind_the_buffer_keep_every_hit(tmp_path, rules, monk
     monkeypatch.setattr(match, "SEEN_LIMIT", 4)
     assert hits() == whole and len(whole) > 600
 
+
+
+def test_gist_finds_every_literal_its_message_holds():
+    """A line's gist squeezes long runs of one character; a literal with no run past SQUEEZED
+    (every literal the witnesses test) is in the gist exactly when it is in the message."""
+    from classifier.diagnosis.normalize import RUN_STEP, SQUEEZED, gist
+    rng = random.Random(16)
+    needles = {"".join(rng.choice("/ao x") for _ in range(rng.randint(1, 6))) for _ in range(300)}
+    needles = [w for w in needles if not re.search(r"(.)\1{%d}" % SQUEEZED, w)] + ["/" * SQUEEZED]
+    for _ in range(3000):
+        parts = [rng.choice("/ao x") * rng.choice([1, 2, 9, 31, 33, 64, 95, 96, 300])
+                 if rng.random() < 0.5 else "".join(rng.choice("/aox ") for _ in range(rng.randint(1, 40)))
+                 for _ in range(rng.randint(1, 30))]
+        s = "".join(parts)
+        g = gist(s)
+        assert [w in s for w in needles] == [w in g for w in needles], repr(s)
+        if len(s) >= 8 * RUN_STEP:  # every run over three samples is squeezed
+            assert not re.search(r"(.)\1{%d}" % (3 * RUN_STEP - 1), g, re.DOTALL), repr(s)
+
+
+@pytest.mark.parametrize("line", ["/" * 30000, "o" * 30000, ("/" * 40 + "x") * 700,
+                                  "[rank3]: " + "=" * 9000 + " NCCL INFO comm 0x1 rank 3"])
+def test_a_long_run_leaves_a_short_gist(line):
+    """30 KB of `/` (issue 16's slash_runs) is what the witnesses' dozens of `in` tests read one
+    position per needle; its gist is a few characters, and the run squeezed is the only change."""
+    from classifier.diagnosis.normalize import SQUEEZED, normalize
+    from classifier.diagnosis.read import RawLine
+    (line,) = normalize([RawLine("x.log", 1, line)])
+    assert len(line.gist) < len(line.msg) // 4
+    runs = re.compile(r"(.)\1{%d,}" % (SQUEEZED - 1))  # runs of SQUEEZED or more, dropped
+    assert runs.sub("", line.gist) == runs.sub("", line.msg)
+
+
+def test_step_search_from_its_word_is_the_whole_search():
+    """culprit._step starts _STEP at the first `step` / `iter` (a prefix storm's step sits after
+    1 KB of labels): the same match as searching the whole line."""
+    from classifier.diagnosis.culprit import _STEP, _step
+    rng = random.Random(9)
+    alphabet = ["step", "STEP", "iter", "Iteration", "global_", "global ", " ", "=", "5", "x", "_",
+                "ſtep", "İ", "1: [rank3]: "]
+    for _ in range(20000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        a, b = _STEP.search(s), _step(s)
+        assert (a and (a.span(), a["n"])) == (b and (b.span(), b["n"])), repr(s)
+
+
+def test_witnesses_read_slash_runs_like_their_gist(tmp_path, rules):
+    """A log of 30 KB `/` lines with one real event among them: the witnesses still read it."""
+    log = tmp_path / "slash.log"
+    log.write_text(("/" * 30000 + "\n") * 20 + "[rank1]: " + "/" * 9000 + " step 7 loss 2.0\n"
+                   + "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    d = diagnose_job([str(log)], rules)
+    assert d["category"] != "none"
