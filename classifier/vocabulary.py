@@ -46,11 +46,11 @@ def _any(terms):
 # `RuntimeError: ...`, `torch.distributed.DistBackendError: ...`, `KeyError: 'x'`, a bare
 # `AssertionError`; the dotted module path is optional. Every such name ends in a suffix.
 EXCEPTION_TERMS = (
-    Term(rf"^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*{_SUFFIX}|Exception)(?::\s|:$|$)",
+    Term(rf"^(?:[A-Za-z_]\w{{0,127}}\.){{0,32}}(?:[A-Z]\w{{0,127}}{_SUFFIX}|Exception)(?::\s|:$|$)",
          tuple(s.lower() for s in EXCEPTION_SUFFIXES),
          raw=rf"(?:[A-Z]\w*{_SUFFIX}|Exception){_NAME_END}"),
     # a class from a package module, whatever its name: `torch._dynamo.exc.Unsupported: `
-    Term(r"^(?:[a-z_]\w*\.){2,}[A-Z]\w+: ", gate_pattern=r"\w\.[a-z_]\w*: ",
+    Term(r"^(?:[a-z_]\w{0,127}\.){2,32}[A-Z]\w{0,127}: ", gate_pattern=r"\w\.[a-z_]\w*: ",
          raw=r"\w\.[A-Z]\w*(?::|\x1b|\\)"),
 )
 # Launchers re-raise a child's failure under their own name; these are echoes, not causes.

@@ -38,13 +38,13 @@ _RANK_PREFIXES = (
     # label needs a digit or a hyphen before any dot, so `collect2: error` and
     # `libcudart.so.11.0: cannot open` keep their first word.
     re_compile(r"(?P<host>localhost|\d{1,3}(?:\.\d{1,3}){3}"
-               r"|(?!collect2:)(?=[a-z0-9-]*[\d-])[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*):\s"),
+               r"|(?!collect2:)(?=[a-z0-9-]{0,63}[\d-])[a-z][a-z0-9-]{0,62}(?:\.[a-z][a-z0-9-]{0,62}){0,16}):\s"),
     # Ray Train workers: `(RayTrainWorker pid=12345, ip=10.0.0.1) `
     re_compile(r"\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s"),
     # kubectl logs --prefix: `[pod/trainer-0/pytorch] `; the pod is where the line ran
     re_compile(r"\[pod/(?P<host>[^/\]\s]+)(?:/[^\]\s]*)?\]\s"),
     # docker compose: `trainer-1  | ` (a service name ending in its replica number)
-    re_compile(r"(?P<host>[a-z0-9][\w.-]*[-_]\d+)\s+\|\s"),
+    re_compile(r"(?P<host>[a-z0-9][\w.-]{0,253}[-_]\d{1,9})\s+\|\s"),
 )
 
 # pytest's failure report marks the exception's lines `E   RuntimeError: ...` (continuations

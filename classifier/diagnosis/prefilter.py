@@ -117,12 +117,13 @@ class _Selector:
         else:
             head = max(self.owed, HEAD - self.base)  # the head, and lines owed by the last chunk
         self.owed = 0
+        stop = len(chunk)  # a storm's copies may be skipped up to here: never into the tail
         if last:
             total = chunk.count(b"\n") if total is None else total
             self.tail_from = self.base + total - TAIL + 1
             spans = _line_spans(chunk, len(chunk), TAIL, False)
             if spans:
-                tail = spans[0][0]
+                tail = stop = spans[0][0]
                 found[tail] = (BEFORE, len(chunk))
                 found = dict(sorted(found.items()))
         starts = list(found)
@@ -155,13 +156,20 @@ class _Selector:
 
         yield from forward(head)
         k, at = 0, 0  # the local line index of byte offset `at`
+        skip_to = 0
         for start in starts:
-            if not last and self.storms.rest_is_storm(chunk, walk[1]):
-                # The rest of the chunk is copies of a storm's lines: count them, walk none.
-                self.storms.skipped(self.base + walk[0] + 1, total - walk[0], chunk[walk[1]:])
-                walk[:] = total, len(chunk)
-                self.emitted, self.owed = self.base + total, 0
-                break
+            if start < skip_to:
+                continue
+            copies = self.storms.rest_is_storm(chunk, walk[1], stop) if walk[1] < stop else None
+            if copies is not None:
+                # The rest of the chunk (up to the tail) is copies of a storm's lines: count
+                # them, walk none.
+                skipped = chunk.count(b"\n", walk[1], stop)
+                self.storms.skipped(self.base + walk[0] + 1, skipped, copies)
+                walk[:] = walk[0] + skipped, stop
+                self.emitted, self.owed, skip_to = self.base + walk[0], 0, stop
+                if start < skip_to:
+                    continue
             if self.budget <= 0 and found[start][1] != len(chunk):
                 self._spent()
                 continue
@@ -187,11 +195,11 @@ class _Selector:
             self.recent.append((first_tail + k, chunk[s:e]))
         self.base += total
 
-    def skip(self, chunk):
+    def skip(self, chunk, copies):
         """Pass over a chunk (not the input's last) whose every line is a copy of a storm's
-        line (Storms.covers): count its lines, read none, at C speed."""
+        line, `copies` of each shape (Storms.covers): count its lines, read none, at C speed."""
         total = chunk.count(b"\n")
-        self.storms.skipped(self.base + 1, total, chunk)
+        self.storms.skipped(self.base + 1, total, copies)
         self.owed = 0
         self._remember(chunk, total)
         self.emitted = self.base
@@ -288,8 +296,9 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
         scanners = min(SCANNERS, os.cpu_count() or 1) if finder.parallel else 1
     if scanners <= 1 or first[1]:  # one piece (most logs): no thread to start
         for chunk, last in pieces:
-            if _storm_copies(selector, chunk, last):
-                selector.skip(chunk)
+            copies = _storm_copies(selector, chunk, last)
+            if copies is not None:
+                selector.skip(chunk, copies)
                 continue
             found = finder.scan(chunk) if selector.budget > 0 else {}
             yield from selector.chunk(chunk, found, last)
@@ -299,8 +308,8 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
         ahead = deque()
         for chunk, last in pieces:
             # A chunk of nothing but a storm's copies is neither scanned nor walked.
-            skip = _storm_copies(selector, chunk, last)
-            ahead.append((chunk, last, None if skip else pool.submit(chunk)))
+            copies = _storm_copies(selector, chunk, last)
+            ahead.append((chunk, last, copies, None if copies is not None else pool.submit(chunk)))
             if len(ahead) > scanners:
                 yield from _take(selector, pool, *ahead.popleft())
         while ahead:
@@ -310,13 +319,15 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
 
 
 def _storm_copies(selector, chunk, last):
-    return not last and selector.stormy and selector.storms.covers(chunk)
+    return None if last or not selector.stormy else selector.storms.covers(chunk)
 
 
-def _take(selector, pool, chunk, last, done):
-    # Asked again: the storm may have been found since the chunk was sent to be scanned.
-    if done is None or _storm_copies(selector, chunk, last):
-        selector.skip(chunk)
+def _take(selector, pool, chunk, last, copies, done):
+    if copies is None:
+        # Asked again: the storm may have been found since the chunk was sent to be scanned.
+        copies = _storm_copies(selector, chunk, last)
+    if copies is not None:
+        selector.skip(chunk, copies)
         return ()
     found, total = pool.result(done)
     return selector.chunk(chunk, found, last, total)

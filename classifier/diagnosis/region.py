@@ -109,7 +109,7 @@ _FRAME_DEPTH = 3    # path components kept of a frame outside an installed packa
 _EXCEPTION_NAME = re_compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*([A-Z][A-Za-z0-9]*(?:"
                              + "|".join(EXCEPTION_SUFFIXES) + r"))(?=[:\s(]|$)")
 # The class an exception line starts with (`torch._dynamo.exc.Unsupported: ...`).
-_EXCEPTION_HEAD = re_compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)(?::|$)")
+_EXCEPTION_HEAD = re_compile(r"^(?:[A-Za-z_]\w{0,127}\.){0,32}([A-Za-z_]\w{0,127})(?::|$)")
 
 
 def _words(identifier: str) -> list[str]:

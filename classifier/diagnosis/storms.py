@@ -77,30 +77,32 @@ class Storms:
         self.run += 1
         return False
 
-    def covers(self, chunk: bytes) -> bool:
-        """Whether every line of `chunk` (ending with a newline) is a copy of a shape already
-        read KEEP times, none with a rank label: then none of them needs reading."""
-        shapes = set(chunk.translate(None, _DIGITS).split(b"\n"))
-        shapes.discard(b"")  # blank lines (and the piece after the final newline) say nothing
-        counts, rankish = self.counts, self.rankish
-        return all(rankish.get(h) is False and counts.get(h, 0) >= KEEP for h in map(hash, shapes))
-
-    def rest_is_storm(self, chunk: bytes, pos: int) -> bool:
-        """After RUN lines skipped in a row: whether the rest of `chunk` from `pos` is all
-        copies (covers). Asked once per RUN skipped lines, so its cost stays small per line."""
-        if self.run < RUN:
-            return False
-        self.run = 0
-        return self.covers(chunk[pos:])
-
-    def skipped(self, first: int, count: int, lines: bytes) -> None:
-        """Count `count` lines from line `first` on, `lines` (all copies: covers), as skipped."""
+    def covers(self, chunk: bytes) -> dict | None:
+        """{shape: copies} of `chunk` (lines ending with a newline) when every line is a copy
+        of a shape already read KEEP times, none with a rank label (then none of them needs
+        reading); else None."""
         from collections import Counter
+        copies = Counter(chunk.translate(None, _DIGITS).split(b"\n"))
+        copies.pop(b"", None)  # blank lines (and the piece after the final newline) say nothing
+        counts, rankish = self.counts, self.rankish
+        by_key = {hash(shape): n for shape, n in copies.items()}
+        if all(rankish.get(h) is False and counts.get(h, 0) >= KEEP for h in by_key):
+            return by_key
+        return None
+
+    def rest_is_storm(self, chunk: bytes, pos: int, stop: int) -> dict | None:
+        """After RUN lines skipped in a row: covers(chunk[pos:stop]). Asked once per RUN
+        skipped lines, so its cost stays small per line."""
+        if self.run < RUN:
+            return None
+        self.run = 0
+        return self.covers(chunk[pos:stop])
+
+    def skipped(self, first: int, count: int, copies: dict) -> None:
+        """Count `count` lines from line `first` on, `copies` of each shape (covers), as skipped."""
         pending = self.pending
-        for shape, copies in Counter(lines.translate(None, _DIGITS).split(b"\n")).items():
-            if shape:
-                key = hash(shape)
-                pending[key] = pending.get(key, 0) + copies
+        for key, n in copies.items():
+            pending[key] = pending.get(key, 0) + n
         if not self.dropped:
             self.first = first
         self.dropped += count

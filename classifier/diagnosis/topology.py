@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 # syslog / journald: `May  1 03:14:15 node-3 kernel: ...`, `2026-05-01T03:14:15+00:00 node-3 kernel:`
 _SYSLOG_HOST = re_compile(r"(?:[A-Z][a-z]{2}\s+\d{1,2}\s\d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*)"
-                          r"\s+(?P<host>[A-Za-z][\w.-]*)\s+kernel:")
+                          r"\s+(?P<host>[A-Za-z][\w.-]{0,253})\s+kernel:")
 # NCCL prefixes every INFO/WARN line with `hostname:pid:tid [cudaDev]` (src/debug.cc).
-_NCCL_PREFIX = re_compile(r"(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+\s+\[(?P<dev>\d+)\]\s+NCCL\s")
+_NCCL_PREFIX = re_compile(r"(?P<host>[A-Za-z][\w.-]{0,253}):(?P<pid>\d+):\d+\s+\[(?P<dev>\d+)\]\s+NCCL\s")
 # Searched from its literal tail (nccl_prefix()): from each letter of a long word the plain
 # search scans to the word's end, quadratic (1.4 s on one line of 8 K letters and `NCCL`).
 _NCCL_TAIL = re_compile(r":\d+:\d+\s+\[\d+\]\s+NCCL\s")
@@ -40,7 +40,7 @@ _WORLD = re_compile(r"\b(?:dist_world_size|WORLD_SIZE|world_size)\s*[=:]\s*(?P<n
 # torchelastic: `failed (exitcode: -9) local_rank: 3 (pid: 2001) of binary`, and its summary
 # blocks, which print `host : node-3` and then `rank : 5 (local_rank: 5)`.
 _ELASTIC_FAILED = re_compile(r"failed \(exitcode: -?\d+\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
-_FIELD_HOST = re_compile(r"^host\s*:\s*(?P<host>[A-Za-z0-9][\w.-]*)\s*$")
+_FIELD_HOST = re_compile(r"^host\s*:\s*(?P<host>[A-Za-z0-9][\w.-]{0,253})\s*$")
 _FIELD_RANK = re_compile(r"^rank\s*:\s*(?P<rank>\d+)")
 _FIELD_EXIT = re_compile(r"^exitcode\s*:\s*-?\d+\s*\(pid:\s*(?P<pid>\d+)\)")
 # torchelastic's agent, once the rendezvous is done: `Rendezvous complete for workers. Result:
@@ -50,7 +50,7 @@ _RDZV_WORLD = re_compile(r"\bglobal_world_sizes=\[(?P<n>\d+)")
 # Slurm's node list and layout, as a batch script's `env` or `scontrol show job` print them.
 _NODELIST = re_compile(r"\b(?:SLURM_JOB_NODELIST|SLURM_NODELIST|NodeList)=(?P<list>\S+)")
 _TASKS_PER_NODE = re_compile(r"\b(?:SLURM_TASKS_PER_NODE|SLURM_NTASKS_PER_NODE)=(?P<n>\d+)")
-_HOSTLIKE = re_compile(r"^[a-z][a-z0-9-]*$")
+_HOSTLIKE = re_compile(r"^[a-z][a-z0-9-]{0,253}$")
 _NOT_HOST = re_compile(r"^(?:rank|task|proc|slurm|job|log|logs|out|err|stdout|stderr|train|worker)\b|\d{4,}")
 _RANK_PART = re_compile(r"^(?:rank|task|proc)[-_]?\d+$")
 _LOG_KIND = frozenset({"dmesg", "syslog", "kern", "messages", "journal"})

@@ -36,7 +36,7 @@ MAX_RECORDS = 512
 MAX_WRAPPED = 1024  # characters of a wrapped frame head kept for the next lines
 
 _START = re_compile(r"Traceback \(most recent call last\):?\s*$")
-_IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
+_IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})\s{2,}Traceback \(most recent call last\)")
 _PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped one lacks the rest)
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
@@ -46,10 +46,10 @@ _CPP_RAISED = re_compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:
 _CPP_FRAME = re_compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
                         r"(?P<file>[^)]*)\)")
 # pytest's own frame lines (`--tb=long|short`): `tests/test_x.py:42: in test_step`.
-_PYTEST_FRAME = re_compile(r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)$")
+_PYTEST_FRAME = re_compile(r"^(?P<file>[^\s:]{1,1024}\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)$")
 _CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
-_EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
+_EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})(?::\s?(?P<msg>.*))?$")
 _NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
 
 

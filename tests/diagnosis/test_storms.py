@@ -74,11 +74,11 @@ def test_covers_asks_for_every_shape_known_and_none_rank_labelled():
     for i in range(storms.KEEP):
         assert tracker.keep(b"retry %d failed" % i, i + 1)
     assert not tracker.keep(b"retry 99999 failed", storms.KEEP + 1)
-    assert tracker.covers(b"retry 1 failed\nretry 22 failed\n\n")
-    assert not tracker.covers(b"retry 1 failed\nretry 2 failed!\n")   # one other shape
+    assert tracker.covers(b"retry 1 failed\nretry 22 failed\n\n") == {hash(b"retry  failed"): 2}
+    assert tracker.covers(b"retry 1 failed\nretry 2 failed!\n") is None   # one other shape
     for i in range(storms.KEEP + 1):
         tracker.keep(b"[rank%d]: retry failed" % (i % 2), i + 1)
-    assert not tracker.covers(b"[rank1]: retry failed\n")              # ranks: line by line
+    assert tracker.covers(b"[rank1]: retry failed\n") is None              # ranks: line by line
 
 
 def test_a_storm_job_is_diagnosed_from_what_was_read(tmp_path):
