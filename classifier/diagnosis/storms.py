@@ -19,9 +19,10 @@ RUN = 4096            # lines skipped in a row before the rest of a chunk is loo
 MAX_SHAPES = 1 << 16  # shapes remembered at once (bounded memory: hashes, not lines)
 _DIGITS = b"0123456789"
 # On a shape (digits gone): does the line carry a rank or process label?
-_RANKISH = re.compile(rb"(?i)rank|default|worker|trainer|^\s*:|^\[,\]<|^[\w.-]+:: \[\]")
-_RANK_ID = re.compile(rb"(?i)(?:rank|default|worker|trainer)\D{0,3}\d+|^\s*\d+:|^\[\d+,\d+\]"
-                      rb"|^[\w.-]+:\d+:\d+ \[\d+\]")
+_RANKISH = re.compile(rb"(?i)rank|default|worker|trainer|^\s*:|^\[,\]<|^[\w.-]{1,253}:: \[\]")
+# Bounded: a key holds these tokens, and a garbled line must not make a key kilobytes long.
+_RANK_ID = re.compile(rb"(?i)(?:rank|default|worker|trainer)\D{0,3}\d{1,9}|^\s{0,8}\d{1,9}:"
+                      rb"|^\[\d{1,9},\d{1,9}\]|^[\w.-]{1,253}:\d{1,10}:\d{1,10} \[\d{1,5}\]")
 
 
 class Storms:
@@ -48,7 +49,8 @@ class Storms:
             if len(self.rankish) >= MAX_SHAPES:
                 self.rankish.clear()
             rankish = self.rankish[shape] = _RANKISH.search(data.translate(None, _DIGITS)) is not None
-        return (shape, *_RANK_ID.findall(data)) if rankish else shape
+        # A hash, not the tokens: every key is one int, whatever the line holds.
+        return hash((shape, *_RANK_ID.findall(data)[:4])) if rankish else shape
 
     def claim(self, data: bytes, lineno: int, key=None) -> None:
         """Line `lineno` is read: it carries the copies of its shape skipped before it."""

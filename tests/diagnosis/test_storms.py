@@ -105,3 +105,20 @@ def test_a_trend_counts_the_copies_it_did_not_read(tmp_path, prefix):
     assert result["rule"] == "nccl_network.connect_retry_storm"
     assert result["facts"]["retries"] == n
     assert "repeated_lines" in {w["code"] for w in result["warnings"]}
+
+
+def test_the_shapes_remembered_stay_bounded_whatever_the_lines_hold():
+    # Keys are hashes and the table is pruned: 200,000 distinct rank-labelled lines, each with
+    # fifty rank tokens, keep a few megabytes, not a copy of every line.
+    import random
+    import tracemalloc
+    rng = random.Random(1)
+    tracker = storms.Storms()
+    tracemalloc.start()
+    try:
+        for i in range(200_000):
+            tracker.keep(b"[rank%d]: " % rng.randrange(10 ** 9) + b"x" * 200 + b" rank%d" % i * 50, i + 1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(tracker.counts) <= storms.MAX_SHAPES and peak < 32 << 20, peak
