@@ -54,6 +54,10 @@ def classes(size):
     yield "retry_storm", _fill(lambda i: f"[W socket.cpp:{i % 900}] [c10d] The client socket has "
                                          f"failed to connect to [node{i % 64}]:29500 "
                                          f"(errno: 111 - Connection refused).", size)
+    yield "retry_storm_torchrun", _fill(lambda i: f"[rank{i % 8}]:[W socket.cpp:{i % 900}] [c10d] The "
+                                                  f"client socket has failed to connect to "
+                                                  f"[node{i % 64}]:29500 (errno: 111 - Connection "
+                                                  f"refused).", size)
     yield "long_near_miss_lines", _fill(lambda i: "a" * 8100 + ".so undefined symbol: x", size)
     yield "slash_runs", _fill(lambda i: "/" * 30000, size)
     yield "gzip_newline_bomb", gzip.compress(b"\n" * (64 << 20), 9) * 160  # 10 GiB inflated
