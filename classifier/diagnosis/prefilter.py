@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
-from classifier.diagnosis.storms import Storms
+from classifier.diagnosis.storms import KEEP as STORM_KEEP, Storms
 
 if TYPE_CHECKING:
     from classifier.diagnosis.read import Warnings
@@ -95,7 +95,10 @@ class _Selector:
         what chunk() yields when head and tail cover it all, in one split."""
         lines = chunk.split(b"\n")
         lines.pop()  # the empty piece after the final newline
-        self.tail_from = self.base + len(lines) - TAIL + 1
+        # Under KEEP lines before the tail, none can be a storm's copy: no line is looked at
+        # for one (a small log, most of triage's, pays nothing for storms).
+        short = len(lines) <= STORM_KEEP + TAIL
+        self.tail_from = self.base + (1 if short else len(lines) - TAIL + 1)
         for lineno, data in enumerate(lines, self.base + 1):
             line = self._line(lineno, data)
             if line is not None:
