@@ -15,7 +15,7 @@ for rank labels, so the skipped ones cost no more than any other. The last TAIL 
 
 import re
 
-KEEP = 512            # copies of one shape read per input; later ones are counted only
+KEEP = 256            # copies of one shape read per input; later ones are counted only
 PER_RANK = 64         # ... and this many more for each further rank its copies read name
 WARN = 10_000         # skipped lines that make a storm worth a warning (fewer: chatter)
 RUN = 4096            # lines skipped in a row before the rest of a chunk is looked at whole
