@@ -16,7 +16,7 @@ for rank labels, so the skipped ones cost no more than any other. The last TAIL 
 import re
 
 KEEP = 256            # copies of one shape read per input; later ones are counted only
-PER_RANK = 64         # ... and this many more for each further rank its copies read name
+PER_RANK = 32         # ... and this many more for each further rank its copies read name
 WARN = 10_000         # skipped lines that make a storm worth a warning (fewer: chatter)
 RUN = 4096            # lines skipped in a row before the rest of a chunk is looked at whole
 RANK_SPAN = 128       # bytes at a line's start searched for its rank labels
@@ -101,14 +101,20 @@ class Storms:
         """{shape: copies} of `chunk` (lines ending with a newline) when every line is a copy
         of a shape already read as often as it may be (then none of them needs reading);
         else None."""
-        from collections import Counter
-        copies = Counter(chunk.translate(None, _DIGITS).split(b"\n"))
-        copies.pop(b"", None)  # blank lines (and the piece after the final newline) say nothing
+        bare = chunk.translate(None, _DIGITS)
+        lines = bare.split(b"\n")
+        shapes = set(lines)
+        shapes.discard(b"")  # blank lines (and the piece after the final newline) say nothing
         counts = self.counts
-        by_shape = {hash(shape): n for shape, n in copies.items()}
-        if all(counts.get(h, 0) >= self._allowance(h) for h in by_shape):
-            return by_shape
-        return None
+        if not all(counts.get(h, 0) >= self._allowance(h) for h in map(hash, shapes)):
+            return None
+        if len(shapes) == 1:
+            # One shape (most storms): every other line is blank, so each `shape\n` found
+            # is one whole line, and counting them is exact.
+            (shape,) = shapes
+            return {hash(shape): bare.count(shape + b"\n")}
+        from collections import Counter
+        return {hash(shape): n for shape, n in Counter(lines).items() if shape}
 
     def rest_is_storm(self, chunk: bytes, pos: int, stop: int) -> dict | None:
         """After RUN lines skipped in a row: covers(chunk[pos:stop]). Asked once per RUN
