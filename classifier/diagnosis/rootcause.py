@@ -71,7 +71,8 @@ def _yield_to_earlier_failures(symptoms):
     end = min(ends, key=_hit_key).first
     earlier = [h for h in symptoms if h.rule.category not in TERMINAL and h.rule.priority >= 0
                and not _after(h.first, end)]
-    return earlier or symptoms
+    # Nothing failed before the end: what follows it (tasks reported Killed) is the end's echo.
+    return earlier or [h for h in symptoms if h.rule.category in TERMINAL or not _after(h.first, end)]
 
 
 def pick_root_cause(hits: Sequence["Hit"], root_rank: int | None = None) -> "Hit | None":

@@ -469,6 +469,34 @@ def yaml_str(s):
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid YAML double-quoted scalar
 
 
+# Variants rerun a scenario the way other users launch the same job, to check that a diagnosis
+# holds beyond the one launch recorded in the corpus (`--variant`, output kept out of corpus/).
+#   verbose  torch's distributed debug and C++ INFO logging on: far more chatter around the failure
+#   tee      torchrun --tee 3: every line behind `[defaultN]:` (torchrun scenarios only)
+#   four     four ranks instead of two (deepspeed and torchrun scenarios)
+VERBOSE_ENV = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "TORCH_CPP_LOG_LEVEL": "INFO",
+               "LOGLEVEL": "INFO", "TORCH_SHOW_CPP_STACKTRACES": "1"}
+VARIANTS = ("verbose", "tee", "four")
+
+
+def with_variant(sc, variant):
+    """A copy of scenario `sc` launched as `variant`, or None when the variant does not apply."""
+    cmd = list(sc["cmd"])
+    if variant == "verbose":
+        return dict(sc, name=f"{sc['name']}__verbose", env={**VERBOSE_ENV, **sc["env"]})
+    if variant == "tee":
+        if cmd[:1] != ["{torchrun}"]:
+            return None
+        return dict(sc, name=f"{sc['name']}__tee", cmd=cmd[:1] + ["--tee", "3"] + cmd[1:])
+    if variant == "four":
+        for flag in ("--num_gpus", "--nproc_per_node"):
+            if flag in cmd and cmd[cmd.index(flag) + 1] == "2" and "--nnodes" not in cmd:
+                i = cmd.index(flag) + 1
+                return dict(sc, name=f"{sc['name']}__four", cmd=cmd[:i] + ["4"] + cmd[i + 1:])
+        return None
+    raise ValueError(variant)
+
+
 def run_one(sc, py, vers, out_root, keep_failed):
     bindir = str(Path(py).parent)
     work = Path(tempfile.mkdtemp(prefix=f"dsdiag-{sc['name']}-"))
@@ -585,6 +613,8 @@ def main(argv=None):
     ap.add_argument("--python", default=os.environ.get("DSDIAG_GEN_PYTHON", "/work/venv-ds/bin/python"),
                     help="python of a venv with torch + deepspeed (default $DSDIAG_GEN_PYTHON)")
     ap.add_argument("--out", default=str(CORPUS), help="corpus root (default: corpus/)")
+    ap.add_argument("--variant", choices=VARIANTS,
+                    help="rerun the chosen scenarios launched another way (write them with --out elsewhere)")
     ap.add_argument("--failed-dir", default=os.path.join(tempfile.gettempdir(), "dsdiag-gen-failed"),
                     help="where logs of scenarios that did not show their signature go")
     a = ap.parse_args(argv)
@@ -601,6 +631,8 @@ def main(argv=None):
             if not sel:
                 ap.error(f"no scenario named {pat}")
             chosen += sel
+    if a.variant:
+        chosen = [v for v in (with_variant(sc, a.variant) for sc in chosen) if v is not None]
     py = a.python
     if not os.path.exists(py):
         ap.error(f"python {py} not found; set --python or DSDIAG_GEN_PYTHON")

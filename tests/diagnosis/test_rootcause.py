@@ -1,5 +1,6 @@
 """Root cause, not symptom: causes beat echoes, the first cause wins, torchelastic's summary counts."""
 
+import pytest
 from conftest import LOGS, diagnose_json
 
 WATCHDOG = ("[rank{r}]:[E1002 14:31:10.000000000 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
@@ -126,3 +127,39 @@ def test_an_exception_the_job_survived_is_not_a_failure(tmp_path):
     # The same exception as the last word of the log is a failure.
     code, d = diagnose_json(_write(tmp_path, "bad.log", lines[3:5] + lines[:3]))
     assert (code, d["category"]) == (1, "unknown")
+
+
+# A killed rank leaves its peers waiting: gloo reports the barrier or recv it never joined as
+# failed the moment the connection drops, and the launcher reports the kill only afterwards.
+BARRIER_ECHOES = {
+    "barrier": "[rank0]:[E1202 20:46:22.376037173 ProcessGroupGloo.cpp:2901] [Rank 0]: Rank 1 failed "
+               "to pass monitoredBarrier in 15000 ms",
+    "barrier_cut": "[rank0]: RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 1800000 ms",
+    "recv": "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
+            "waiting 1800000ms for recv operation to complete",
+}
+KILLS = {
+    "torchrun": "E1202 20:46:22.382000 9792 torch/distributed/elastic/multiprocessing/api.py:1002] "
+                "failed (exitcode: -9) local_rank: 1 (pid: 9795) of binary: /venv/bin/python3",
+    "deepspeed": "[2024-03-02 10:11:12,345] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', "
+                 "'-u', 'train.py', '--local_rank=1'] exits with return code = -9",
+    "slurm_137": "srun: error: gpu-a06: task 1: Exited with exit code 137",
+}
+
+
+@pytest.mark.parametrize("echo", sorted(BARRIER_ECHOES))
+@pytest.mark.parametrize("kill", sorted(KILLS))
+def test_a_killed_rank_beats_the_peers_barrier_it_left_waiting(tmp_path, echo, kill):
+    lines = ["rank 0 step 0 loss 0.3421", BARRIER_ECHOES[echo], KILLS[kill]]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "host_oom", d["rule"]
+    assert any(s["category"] == "nccl_timeout" for s in d["secondary"])
+
+
+def test_tasks_killed_after_a_scheduler_cancel_are_its_echo(tmp_path):
+    lines = ["0: [2023-04-11 22:15:29,650] [INFO] [logging.py:96:log_dist] [Rank 0] step=2120, skipped=0",
+             "slurmstepd: error: *** JOB 102334 ON gpu-a05 CANCELLED AT 2023-04-11T22:16:40 DUE TO TIME LIMIT ***",
+             "srun: error: gpu-a05: task 0: Killed",
+             "srun: error: gpu-a06: task 1: Exited with exit code 137"]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "job_cancelled"
