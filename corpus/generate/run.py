@@ -223,6 +223,17 @@ scenario("coll_timeout_monitored_barrier_torchrun", "nccl_timeout", "collective_
 scenario("oom_sigkill_torchrun", "host_oom", "rank_sigkilled",
          TR + ["plain_dist.py", "--fail", "sigkill", "--timeout", "15"], [r"exitcode\s*: -9|SIGKILL"], timeout=90,
          note="rank 1 SIGKILLs itself, standing in for the kernel OOM killer")
+# Launched another way (--variant sweeps), each once misdiagnosed: with torch's DETAIL debugging the
+# survivor reports the killed rank as missing its monitored barrier before the launcher reports
+# the kill; with four ranks the ranks that reached the barrier echo its root's failure.
+scenario("oom_sigkill_torchrun_detail", "host_oom", "rank_sigkilled",
+         TR + ["plain_dist.py", "--fail", "sigkill", "--timeout", "15"], [r"exitcode\s*: -9|SIGKILL"], timeout=90,
+         env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "TORCH_CPP_LOG_LEVEL": "INFO", "LOGLEVEL": "INFO"},
+         note="rank 1 SIGKILLs itself under TORCH_DISTRIBUTED_DEBUG=DETAIL: rank 0 reports it failed the "
+              "monitored barrier first")
+scenario("coll_timeout_monitored_barrier_torchrun_4", "nccl_timeout", "collective_timeout",
+         ["{torchrun}", "--nproc_per_node", "4"] + TR[3:] + ["plain_dist.py", "--fail", "stall_barrier", "--timeout", "10"],
+         [r"failed to pass monitoredBarrier", r"successfully reached monitoredBarrier"], timeout=120)
 scenario("oom_sigkill_ds", "host_oom", "rank_sigkilled",
          DS + ds_train("ok.json", "--fail", "sigkill", "--timeout", "15"), [r"return code = -9|SIGKILL"],
          timeout=90, note="rank 1 SIGKILLs itself, standing in for the kernel OOM killer")
