@@ -485,9 +485,10 @@ def yaml_str(s):
 #   verbose  torch's distributed debug and C++ INFO logging on: far more chatter around the failure
 #   tee      torchrun --tee 3: every line behind `[defaultN]:` (torchrun scenarios only)
 #   four     four ranks instead of two (deepspeed and torchrun scenarios)
+#   stderr   only the job's stderr kept (`2> err.log`: what a scheduler's error file holds)
 VERBOSE_ENV = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "TORCH_CPP_LOG_LEVEL": "INFO",
                "LOGLEVEL": "INFO", "TORCH_SHOW_CPP_STACKTRACES": "1"}
-VARIANTS = ("verbose", "tee", "four")
+VARIANTS = ("verbose", "tee", "four", "stderr")
 
 
 def with_variant(sc, variant):
@@ -499,6 +500,8 @@ def with_variant(sc, variant):
         if cmd[:1] != ["{torchrun}"]:
             return None
         return dict(sc, name=f"{sc['name']}__tee", cmd=cmd[:1] + ["--tee", "3"] + cmd[1:])
+    if variant == "stderr":
+        return dict(sc, name=f"{sc['name']}__stderr", capture="stderr")
     if variant == "four":
         for flag in ("--num_gpus", "--nproc_per_node"):
             if flag in cmd and cmd[cmd.index(flag) + 1] == "2" and "--nnodes" not in cmd:
@@ -531,7 +534,9 @@ def run_one(sc, py, vers, out_root, keep_failed):
             else:
                 env[k] = fill(v, ctx)
         with open(log_path_tmp, "wb") as logf:
-            proc = subprocess.Popen(cmd, cwd=SCEN, env=env, stdout=logf, stderr=subprocess.STDOUT,
+            only_err = sc.get("capture") == "stderr"
+            proc = subprocess.Popen(cmd, cwd=SCEN, env=env, stdout=subprocess.DEVNULL if only_err else logf,
+                                    stderr=logf if only_err else subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
             try:
                 rc = proc.wait(sc["timeout"])
