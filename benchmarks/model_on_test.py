@@ -6,7 +6,7 @@ Every `origin: public`, `split: test` case is diagnosed twice: without the model
 failures no rule explains (the model is asked only about those), and with it. Prints
 
   (a) when the model speaks (its answer is used: no rule fired and its probability is above
-      the threshold), how often it is right;
+      its class's threshold), how often it is right;
   (b) among the test failures no rule explains, how many the model turns into right answers
       and how many into wrong ones (an `unknown`-labelled case it names is a wrong one), and
       how many it leaves `unknown`.

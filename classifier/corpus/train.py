@@ -2,18 +2,21 @@
 
     python -m classifier.corpus.train [--corpus corpus] [--out classifier/diagnosis/model.json] [--cv-only]
 
-Cross-validation holds out whole scenario families (GroupKFold on `family`), so no family
-seen in training is ever scored; the out-of-fold probabilities calibrate the threshold below
-which the model answers `unknown`. Needs scikit-learn; nothing at run time imports this file.
+Cross-validation holds out whole scenario families and repositories (`family`, else
+`repository`), so no group seen in training is ever scored; over several shufflings of the
+groups, the out-of-fold answers set a threshold for each category (`calibrate`), and a check on
+the failures no rule explains decides whether the model may speak at all. Needs scikit-learn;
+nothing at run time imports this file.
 """
 
 import argparse
+import hashlib
 import json
 import sys
 from typing import TYPE_CHECKING, Any, Literal, TextIO, overload
 
 from classifier.corpus.evaluate import find_cases
-from classifier.diagnosis.fallback import MODEL_PATH, TOKEN, TextModel
+from classifier.diagnosis.fallback import MODEL_PATH, QUIET, TOKEN, TextModel
 from classifier.diagnosis.region import model_text, region_of_files
 from classifier.taxonomy import TERMINAL
 
@@ -23,15 +26,27 @@ if TYPE_CHECKING:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
-# Chosen by held-out-group cross-validation on the training cases (12 group shufflings): over
-# model_text's identifier words and frame/exception tokens, word unigrams beat uni+bigrams
-# (more right answers where the model is used, at the same precision), and 1500 terms sit in
-# the middle of a plateau (1000-3000 terms, C 5-15).
+# Chosen by held-out-group cross-validation on the training cases: word unigrams (bigrams did
+# no better on the earlier all-words text), and 1500 terms with C 10 sit in a plateau
+# (1000-3000 terms, C 10-30 answer the same failures no rule explains; C 3 fewer).
 MAX_FEATURES = 1500
 NGRAM_MAX = 1
 FOLDS = 5
-MAX_FALSE_ALARM = 0.05   # of unknown/none cases the model may call a category, out of fold
-QUIET = ("unknown", "none")
+SHUFFLINGS = 5           # fold assignments of the groups, so one lucky split decides nothing
+# A category is answered from the lowest probability on GRID at which, out of fold over the
+# training cases, at least CLASS_PRECISION of the model's answers of it are right, over at least
+# CLASS_MIN_ANSWERS answers, and none of them names an unknown/none case: where the model is
+# used those outnumber known failures about seven to one, so a category that ever names one out
+# of fold names many there.
+GRID = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
+CLASS_PRECISION = 0.98
+CLASS_MIN_ANSWERS = 10
+# Then the check where the model is really asked (failures no rule explains), with thresholds
+# set without the case's own group (`nested_check`): its answers there must be right
+# MIN_PRECISION of the time, and right answers must beat wrong ones plus false alarms by MIN_NET
+# per shuffling; else it stays silent.
+MIN_PRECISION = 0.90
+MIN_NET = 2
 
 
 @overload
@@ -89,74 +104,132 @@ def make_pipeline() -> "tuple[TfidfVectorizer, LogisticRegression]":
     return vec, clf
 
 
-def cross_validate(texts: list[str], labels: list[str], groups: list[str]) -> list[tuple[str, float]]:
-    """Out-of-fold (predicted class, probability) per case, folds split by family."""
-    from sklearn.model_selection import GroupKFold
-    oof = [None] * len(texts)
-    folds = GroupKFold(n_splits=min(FOLDS, len(set(groups))))
-    for train, test in folds.split(texts, labels, groups):
+def group_folds(groups: list[str], seed: int) -> list[int]:
+    """A fold per case: groups in a seeded hash order, each to the fold with fewest cases so far.
+
+    Deterministic across processes and library versions (sha1, not Python's salted hash)."""
+    size = {}
+    for g in groups:
+        size[g] = size.get(g, 0) + 1
+    order = sorted(size, key=lambda g: (-size[g], hashlib.sha1(f"{seed}:{g}".encode()).hexdigest()))
+    load, fold_of = [0] * min(FOLDS, len(size)), {}
+    for g in order:
+        fold_of[g] = min(range(len(load)), key=lambda k: (load[k], k))
+        load[fold_of[g]] += size[g]
+    return [fold_of[g] for g in groups]
+
+
+def cross_validate(texts: list[str], labels: list[str], groups: list[str],
+                   seed: int = 0) -> list[tuple[str, float]]:
+    """Out-of-fold (predicted class, probability) per case, folds split by group.
+
+    A text with no term of its fold's vocabulary gets ("unknown", 0.0): TextModel.answer stays
+    silent on it."""
+    folds = group_folds(groups, seed)
+    oof: list[tuple[str, float]] = [("unknown", 0.0)] * len(texts)
+    for k in sorted(set(folds)):
+        train = [i for i, f in enumerate(folds) if f != k]
+        test = [i for i, f in enumerate(folds) if f == k]
         vec, clf = make_pipeline()
-        x = vec.fit_transform([texts[i] for i in train])
-        clf.fit(x, [labels[i] for i in train])
-        proba = clf.predict_proba(vec.transform([texts[i] for i in test]))
-        for i, row in zip(test, proba):
+        clf.fit(vec.fit_transform([texts[i] for i in train]), [labels[i] for i in train])
+        x = vec.transform([texts[i] for i in test])
+        for i, row, terms in zip(test, clf.predict_proba(x), x.getnnz(axis=1)):
             best = int(row.argmax())
-            oof[i] = (str(clf.classes_[best]), float(row[best]))
+            if terms:
+                oof[i] = (str(clf.classes_[best]), float(row[best]))
     return oof
 
 
-def calibrate(oof: list[tuple[str, float]], labels: list[str], reaches: list[bool]) -> float:
-    """The threshold for the cases the model really sees (failures no rule explains).
-
-    Among those, answering a case labelled unknown/none is a false alarm. The threshold is the
-    one that maximises right answers minus wrong ones and false alarms, out of fold, while
-    false alarms stay under MAX_FALSE_ALARM of the unknown/none cases; 1.0 (never answer)
-    when no threshold does better than silence.
-    """
-    seen = [(pred, p, gold) for (pred, p), gold, r in zip(oof, labels, reaches) if r]
-    quiet = sum(gold in QUIET for _, _, gold in seen) or 1
-    best, best_score = 1.0, 0
-    for t in sorted({round(p, 4) for _, p, _ in seen}):
-        answered = [(pred, gold) for pred, p, gold in seen if p >= t and pred not in QUIET]
-        right = sum(pred == gold for pred, gold in answered)
-        alarms = sum(gold in QUIET for _, gold in answered)
-        score = right - (len(answered) - right) - alarms
-        if alarms / quiet <= MAX_FALSE_ALARM and score > best_score:
-            best, best_score = t, score
-    return best
+def _answers(oof: list[tuple[str, float]], thresholds: dict[str, float]) -> list[str]:
+    """What the model says of each case: its class where that class's threshold is reached."""
+    return [pred if pred in thresholds and p >= thresholds[pred] else "unknown" for pred, p in oof]
 
 
-def report(oof: list[tuple[str, float]], labels: list[str], reaches: list[bool], threshold: float,
-           out: TextIO) -> None:
-    """Print the honest (held-out family) scores: the model alone, and where it is used."""
-    n = len(labels)
-    plain = sum(pred == gold for (pred, _), gold in zip(oof, labels))
-    gated = [(pred if p >= threshold and pred not in QUIET else "unknown", gold)
-             for (pred, p), gold in zip(oof, labels)]
-    answered = [(pred, gold) for pred, gold in gated if pred != "unknown"]
-    quiet = [pred for pred, gold in gated if gold in QUIET]
-    out.write(f"held-out-family CV over {n} cases: argmax accuracy {plain / n:.1%}\n")
-    out.write(f"threshold {threshold}, all cases: answers {len(answered)}, precision "
-              f"{sum(a == b for a, b in answered) / max(1, len(answered)):.1%}; "
-              f"none/unknown called a failure {sum(q != 'unknown' for q in quiet) / max(1, len(quiet)):.1%}\n")
-    seen = [(g, gold) for (g, gold), r in zip(gated, reaches) if r]
-    fixed = sum(g == gold != "unknown" for g, gold in seen)
-    broke = sum(g != gold and gold in QUIET for g, gold in seen)
-    wrong = sum(g != gold and gold not in QUIET and g != "unknown" for g, gold in seen)
-    out.write(f"where the model is used ({len(seen)} failures no rule explains): right answers "
-              f"{fixed}, wrong category {wrong}, unknown/none called a failure {broke}\n")
+def where_used(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
+               thresholds: dict[str, float]) -> tuple[int, int, int]:
+    """(right, wrong category, unknown/none called a failure) over the cases the model sees."""
+    right = wrong = alarms = 0
+    for oof in oofs:
+        for said, gold, r in zip(_answers(oof, thresholds), labels, reaches):
+            if r and said != "unknown":
+                right += said == gold
+                alarms += gold in QUIET
+                wrong += said != gold and gold not in QUIET
+    return right, wrong, alarms
 
 
-def export(vec: "TfidfVectorizer", clf: "LogisticRegression", threshold: float) -> dict[str, Any]:
+def class_thresholds(oofs: list[list[tuple[str, float]]], labels: list[str],
+                     use: "list[bool] | None" = None) -> dict[str, float]:
+    """Each category's threshold from the out-of-fold answers of the cases `use` marks (all)."""
+    answers: dict[str, list[tuple[float, str]]] = {}
+    for oof in oofs:
+        for i, ((pred, p), gold) in enumerate(zip(oof, labels)):
+            if (use is None or use[i]) and pred not in QUIET:
+                answers.setdefault(pred, []).append((p, gold))
+    thresholds = {}
+    for cls, said in sorted(answers.items()):
+        for t in GRID:
+            golds = [gold for p, gold in said if p >= t]
+            right = sum(gold == cls for gold in golds)
+            if (len(golds) >= CLASS_MIN_ANSWERS and right >= CLASS_PRECISION * len(golds)
+                    and not any(gold in QUIET for gold in golds)):
+                thresholds[cls] = t
+                break
+    return thresholds
+
+
+def nested_check(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
+                 groups: list[str]) -> tuple[int, int, int]:
+    """(right, wrong, false alarms) where the model is used, each case judged by thresholds
+    set from the other groups' cases: calibrating on the very cases it is scored on would
+    hide the false alarms it makes on groups it has not seen."""
+    parts = group_folds(groups, SHUFFLINGS)   # a seed no shuffling used
+    right = wrong = alarms = 0
+    for k in sorted(set(parts)):
+        thresholds = class_thresholds(oofs, labels, [part != k for part in parts])
+        r, w, a = where_used(oofs, labels, [r and part == k for r, part in zip(reaches, parts)],
+                             thresholds)
+        right, wrong, alarms = right + r, wrong + w, alarms + a
+    return right, wrong, alarms
+
+
+def calibrate(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
+              groups: list[str]) -> dict[str, float]:
+    """Each answerable category's threshold; {} (the model stays silent) when the check fails."""
+    right, wrong, alarms = nested_check(oofs, labels, reaches, groups)
+    if right < MIN_PRECISION * (right + wrong + alarms) or right - wrong - alarms < MIN_NET * len(oofs):
+        return {}
+    return class_thresholds(oofs, labels)
+
+
+def report(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
+           groups: list[str], thresholds: dict[str, float], out: TextIO) -> None:
+    """Print the honest (held-out group) scores: the model alone, and where it is used."""
+    n, k = len(labels), len(oofs)
+    plain = sum(pred == gold for oof in oofs for (pred, _), gold in zip(oof, labels))
+    out.write(f"held-out-group CV over {n} cases, {k} shufflings: argmax accuracy {plain / (n * k):.1%}\n")
+    calibrated = class_thresholds(oofs, labels)
+    out.write("class thresholds: " + ", ".join(f"{c} {t}" for c, t in calibrated.items()) + "\n")
+    used = f"where the model is used ({sum(reaches)} failures no rule explains, x{k} shufflings)"
+    for how, (right, wrong, alarms) in (
+            ("thresholds set on the same cases", where_used(oofs, labels, reaches, calibrated)),
+            ("thresholds set without the case's group", nested_check(oofs, labels, reaches, groups))):
+        out.write(f"{used}, {how}: right {right}, wrong category {wrong}, unknown/none called a "
+                  f"failure {alarms}; precision {right / max(1, right + wrong + alarms):.1%}\n")
+    out.write("shipped: " + ("answers " + ", ".join(thresholds) if thresholds else "silent") + "\n")
+
+
+def export(vec: "TfidfVectorizer", clf: "LogisticRegression",
+           thresholds: dict[str, float]) -> dict[str, Any]:
     """The fitted model as plain data for classifier.diagnosis.fallback.TextModel."""
     return {
-        "format": 1,
+        "format": 2,
         "classes": [str(c) for c in clf.classes_],
         "vocabulary": {term: int(col) for term, col in sorted(vec.vocabulary_.items())},
         "idf": [float(v) for v in vec.idf_],
         "coef": [[float(v) for v in row] for row in clf.coef_],
         "intercept": [float(v) for v in clf.intercept_],
-        "threshold": threshold,
+        "thresholds": dict(sorted(thresholds.items())),
         "ngram_max": int(vec.ngram_range[1]),
     }
 
@@ -178,14 +251,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _train(args):
     texts, labels, groups, reaches = load_corpus(args.corpus, with_rule_outcome=True)
-    oof = cross_validate(texts, labels, groups)
-    threshold = calibrate(oof, labels, reaches)
-    report(oof, labels, reaches, threshold, sys.stdout)
+    oofs = [cross_validate(texts, labels, groups, seed) for seed in range(SHUFFLINGS)]
+    thresholds = calibrate(oofs, labels, reaches, groups)
+    report(oofs, labels, reaches, groups, thresholds, sys.stdout)
     if args.cv_only:
         return 0
     vec, clf = make_pipeline()
     clf.fit(vec.fit_transform(texts), labels)
-    data = export(vec, clf, threshold)
+    data = export(vec, clf, thresholds)
     TextModel(data)  # the exported shape must load
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(data, f, separators=(",", ":"))

@@ -288,10 +288,10 @@ def _model_guess(region, rules):
         return None
     lines = region.lines()
     texts = [model_text([line]) for line in lines]
-    probs = model.probabilities(model_text(lines))
-    category, p = max(probs.items(), key=lambda kv: kv[1])
-    if category in (taxonomy.UNKNOWN, taxonomy.NONE) or p < model.threshold:
+    answer = model.answer(model_text(lines))
+    if answer is None or answer[0] in (taxonomy.UNKNOWN, taxonomy.NONE):
         return None
+    category, p = answer
     scores = model.line_scores(texts, category)
     drivers = sorted(range(len(lines)), key=lambda i: -scores[i])[:3]
     evidence = [lines[i] for i in sorted(drivers, key=lambda i: line_order(lines[i])) if scores[i] > 0]

@@ -1,7 +1,8 @@
 """The fallback text classifier, run in plain Python from its exported JSON.
 
 Trained with scikit-learn (TF-IDF + logistic regression, see `classifier/corpus/train.py`) and
-shipped as data: vocabulary, idf, coefficients, intercepts, the calibrated threshold. No
+shipped as data: vocabulary, idf, coefficients, intercepts, and a threshold for each class it
+may answer (calibrated out of fold; a class without one is never answered). No
 pickle, no scikit-learn at run time; `tests/diagnosis/test_fallback.py` proves the numbers match.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 MODEL_PATH = Path(__file__).resolve().parent / "model.json"
+QUIET = ("unknown", "none")   # classes the model learns but never answers: silence says them
 # Same as the vectorizer's token_pattern and lowercase=True in train.py.
 TOKEN = re.compile(r"(?u)\b[a-z_][a-z0-9_]+\b")
 
@@ -29,7 +31,9 @@ class TextModel:
         self.idf = data["idf"]
         self.coef = data["coef"]
         self.intercept = data["intercept"]
-        self.threshold = data["threshold"]
+        # Per class (format 2); a hand-made model may give one `threshold` for every class.
+        self.thresholds = data.get("thresholds") or {
+            c: data["threshold"] for c in self.classes if c not in QUIET and "threshold" in data}
         self.ngram_max = data.get("ngram_max", 2)
 
     def features(self, text: str) -> dict[int, float]:
@@ -54,6 +58,15 @@ class TextModel:
         exps = [math.exp(s - top) for s in scores]
         total = sum(exps)
         return {c: e / total for c, e in zip(self.classes, exps)}
+
+    def answer(self, text: str) -> tuple[str, float] | None:
+        """Return (category, probability) when the top class has a threshold the text reaches."""
+        if not self.features(text):   # no word the model knows: nothing to judge by
+            return None
+        probs = self.probabilities(text)
+        category, p = max(probs.items(), key=lambda kv: kv[1])
+        threshold = self.thresholds.get(category)
+        return (category, p) if threshold is not None and p >= threshold else None
 
     def line_scores(self, texts: Iterable[str], cls: str) -> list[float]:
         """Score each text by how much its own terms push towards class `cls`."""

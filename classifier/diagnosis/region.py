@@ -5,11 +5,12 @@ INFO, step lines, progress bars) is skipped, and numbers, hex ids, addresses and
 paths are masked, so the model learns the wording of a failure and not one run's values.
 
 `model_text` is the one place that turns region lines into the text the model reads, for
-training (`classifier/corpus/train.py`) and at run time (`diagnose._model_guess`) alike. Besides
-masking it makes the words of a failure visible whatever their spelling: an identifier is kept
-and followed by its words (`WarmupDecayLR warmup decay lr`, `lr_scheduler lr scheduler`), a
-traceback frame adds its module and function (`frame_deepspeed_runtime_config`,
-`func_batch_assertion`) and an exception its type (`exc_outofmemoryerror`).
+training (`classifier/corpus/train.py`) and at run time (`diagnose._model_guess`) alike. Its
+words come from exception lines only, masked and made visible whatever their spelling: an
+identifier is kept and followed by its words (`WarmupDecayLR warmup decay lr`, `lr_scheduler lr
+scheduler`). Every line, an exception's or not, adds the structure it shows: a traceback frame
+its module and function (`frame_deepspeed_runtime_config`, `func_batch_assertion`), an
+exception its type (`exc_outofmemoryerror`).
 """
 
 import re
@@ -169,12 +170,16 @@ def _line_text(msg: str) -> str:
 def model_text(lines: Iterable["Line | str"]) -> str:
     """The text the fallback model reads, one line per region line (or message string).
 
-    Each line is masked (`mask`), every compound identifier is followed by its words, and the
-    frame module/function and exception types it names are appended as `frame_*`, `func_*` and
-    `exc_*` tokens. Training and run time both call this, so they read the same text; the text
-    of one line is `model_text([line])`, and the lines' texts joined by newlines are the whole.
+    An exception line gives its words, masked (`mask`), every compound identifier followed by
+    its words; every line gives the frame module/function and exception types it names, as
+    `frame_*`, `func_*` and `exc_*` tokens. The words of the other lines (launcher echoes,
+    warnings, code context) are left out: out of fold, among the failures no rule explains,
+    they made the model sure of a category on user bugs and data errors (train.py). Training
+    and run time both call this; the text of one line is `model_text([line])`, and the lines'
+    texts joined by newlines are the whole.
     """
-    return "\n".join(_line_text(line if isinstance(line, str) else line.msg) for line in lines)
+    return "\n".join(_line_text(msg) if EXCEPTION_LINE.match(msg) else " ".join(_structure_tokens(msg))
+                     for msg in (line if isinstance(line, str) else line.msg for line in lines))
 
 
 def region_text(lines: Iterable["Line"]) -> str:
