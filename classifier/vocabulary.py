@@ -65,6 +65,8 @@ OTHER_FAILURE_TERMS = (
     Term(r"Traceback \(most recent call last\)", ("traceback",), raw="Traceback"),
     # a traceback's frame: pastes often keep the frames and lose the header and the message
     Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;)'),
+    # rich's traceback box marks each frame's own line with `❱` (a box cut before its header)
+    Term(r"^❱\s*\d+\s", ("❱",), raw="❱"),
     # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread
     Term(r"Assertion [`'][^`']+[`'] failed", ("assertion",), raw="Assertion"),
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),

@@ -11,7 +11,10 @@ collector reads, per input and rank (so interleaved ranks do not mix), the forms
   `~/x.py in f(a, b)` or `<ipython-input-3-...> in <module>`, `---> 21 code` arrows;
 * C++ (c10): `Exception raised from checkTimeout at /x/ProcessGroupNCCL.cpp:635`, `frame #N:`;
 * torchelastic's error.json, once normalize has unescaped its `\\n` (see normalize);
-* pytest: `path.py:42: in func` frames, the `E   Type: message` lines (normalize peels `E`).
+* pytest: `path.py:42: in func` frames, the `E   Type: message` lines (normalize peels `E`);
+* rich (transformers, accelerate): `/x/engine.py:2032 in step` frame heads inside the box
+  (normalize strips its borders; a long path the box wrapped is glued back) and the `❱ 2032 │
+  code` line that marks the frame's own source line among its context lines.
 
 A `File "..."` line that a terminal hard-wrapped (`.../trl/trainer/grpo_` then `trainer.py",
 line 817, in f`) is read as one frame: a frame head without its `", line N` is glued to the
@@ -42,6 +45,12 @@ _PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped 
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
 _IPY_ARROW = re_compile(r"^-+> ?\d+\s+(?P<src>.+)$")
+# rich's frame head `path.py:LINE in func` (before _IPY_FRAME, whose file would keep `:LINE`),
+# the head's start when the box wrapped a long path, and its `❱ LINE │ │ code` source line.
+_RICH_FRAME = re_compile(r"^(?P<file>(?:/|~|[A-Za-z]:\\)\S*?\.py):(?P<line>\d+) in "
+                         r"(?P<func>[\w<>.]+)\s*$")
+_RICH_PATH_HEAD = re_compile(r"^(?:/|~|[A-Za-z]:\\)(?:[^\s:]{1,1024}|\S{1,1024}?\.py:\d+ in)$")
+_RICH_ARROW = re_compile(r"^❱\s*\d+\s+(?:│\s*)*(?P<src>\S.*)$")
 _CPP_RAISED = re_compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
 _CPP_FRAME = re_compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
                         r"(?P<file>[^)]*)\)")
@@ -103,13 +112,14 @@ class Raised:
 
 
 class _Open:
-    __slots__ = ("raised", "expect_source", "chain_next", "wrapped")
+    __slots__ = ("raised", "expect_source", "chain_next", "wrapped", "rich_head")
 
     def __init__(self) -> None:
         self.raised: Raised | None = None
         self.expect_source = False
         self.chain_next = False
         self.wrapped = ""   # a frame line's head that a terminal wrap cut off its `, line N`
+        self.rich_head = ""  # a bare path that may be the start of a wrapped rich frame head
 
 
 class TracebackCollector:
@@ -159,8 +169,18 @@ class TracebackCollector:
                     and not EXCEPTION_LINE.match(msg):
                 state.wrapped = joined  # a path longer than two terminal lines
                 return
+        rich_head, state.rich_head = state.rich_head, ""
+        if frame is None and rich_head:
+            # the box broke the path anywhere, or the head after its ` in`
+            glued = rich_head + (" " if rich_head.endswith(" in") else "") + msg
+            frame = self._frame(glued)
+            if frame is not None:
+                msg = glued
         if frame is None:
             frame = self._frame(msg, gist)
+        if frame is None and (msg[:1] in ("/", "~") or msg[1:3] == ":\\") \
+                and _RICH_PATH_HEAD.match(msg):
+            state.rich_head = msg  # not held back: the line is read as itself too
         if frame is None and _PY_FRAME_HEAD.match(msg):
             state.wrapped = msg[:MAX_WRAPPED]
             return
@@ -174,8 +194,15 @@ class TracebackCollector:
         if frame is not None:
             raised.frames.append(frame)
             raised.last = line
-            state.expect_source = frame.source == ""
+            # a rich head is followed by context lines: its own line comes with a `❱`
+            state.expect_source = frame.source == "" and not _RICH_FRAME.match(msg)
             return
+        if msg[:1] == "❱" and raised.frames:
+            arrow = _RICH_ARROW.match(msg)
+            if arrow:
+                raised.frames[-1].source = arrow.group("src").strip()
+                raised.last = line
+                return
         arrow = _IPY_ARROW.match(msg)
         if arrow and raised.frames:
             raised.frames[-1].source = arrow.group("src").strip()
@@ -204,7 +231,8 @@ class TracebackCollector:
         if not ("File \"" in gist or " in " in gist or "frame #" in gist
                 or "Exception raised from " in gist):
             return None
-        for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _IPY_FRAME, _CPP_FRAME):
+        for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
+                        _CPP_FRAME):
             m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
             if m:
                 d = m.groupdict()

@@ -162,3 +162,42 @@ def test_pytest_report_frames_and_e_lines():
     assert r.type == "AssertionError" and not r.cut
     assert [f.func for f in r.frames] == ["initialize", "__init__", "_configure_train_batch_size"]
     assert r.frames[-1].file.endswith("deepspeed/runtime/config.py") and r.frames[-1].line == 868
+
+
+RICH = """\
+╭─────────────────────────────── Traceback (most recent call last) ────────────────────────────────╮
+│ /lus/grand/projects/x/miniconda3/envs/2023-04-26/lib/pytho                                       │
+│ n3.10/site-packages/deepspeed/runtime/engine.py:2032 in _take_model_step                         │
+│                                                                                                  │
+│   2031 │   │   │   │   try:                                                                      │
+│ ❱ 2032 │   │   │   │   │   self.lr_scheduler.step(**(lr_kwargs or {}))                           │
+│   2033 │   │   │   │   except TypeError:                                                         │
+│                                                                                                  │
+│ /work/chatglm_finetune_test/finetune.py:86 in                                                    │
+│ compute_loss                                                                                     │
+│                                                                                                  │
+│    85 │   def compute_loss(self, model, inputs, return_outputs=False):                           │
+│ ❱  86 │   │   return model(                                                                      │
+╰──────────────────────────────────────────────────────────────────────────────────────────────────╯
+TypeError: WarmupLR.step() got an unexpected keyword argument 'increment'
+"""
+
+
+def test_rich_box_frames_wrapped_heads_and_arrow_source():
+    (r,) = _records(RICH)
+    assert (r.type, r.cut) == ("TypeError", False)
+    assert [f.func for f in r.frames] == ["_take_model_step", "compute_loss"]
+    assert r.frames[0].file.endswith("python3.10/site-packages/deepspeed/runtime/engine.py")
+    assert r.frames[0].line == 2032 and r.frames[1].file == "/work/chatglm_finetune_test/finetune.py"
+    # the `❱` line is the frame's own, not the context line after the head
+    assert r.frames[0].source == "self.lr_scheduler.step(**(lr_kwargs or {}))"
+    assert r.frames[1].source == "return model("
+
+
+def test_a_rich_box_cut_before_its_header_is_a_failure(tmp_path):
+    text = "\n".join(RICH.splitlines()[8:13])
+    (r,) = _records(text)
+    assert r.cut and [f.func for f in r.frames] == ["compute_loss"]
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    assert diagnose_job([str(log)])["category"] == "unknown"
