@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator
 from collections import namedtuple
 
 from classifier.precompiled import re_compile
-from classifier.diagnosis.inflate import ReadAhead, Zstd
 from classifier.diagnosis.follow import Follow, open_log
 
 CHUNK = 1 << 20
@@ -33,6 +32,8 @@ _MAGIC = (
 # Archives hold many files with their names; which one is the log is the user's call, so they
 # are refused (exit 2) rather than guessed at or read as bytes.
 ARCHIVES = ("zip", "7z")
+ZSTD_READ = 1 << 16  # compressed bytes read at a time
+ZSTD_FEED = 256      # compressed bytes per decompress call: at most ~8 MiB out (zstd's limit)
 
 # Text-likeness is judged on the first SAMPLE_CHARS characters a job's inputs decode to (NULs
 # dropped: crashed nodes pad logs with them): above NOT_TEXT_SHARE of replacement or control
@@ -184,6 +185,60 @@ def is_compressed(path: str) -> bool:
     return kind is not None and kind not in ARCHIVES and kind != "utf16"
 
 
+class _Zstd:
+    """A zstd stream read like GzipFile: frames one after another (`cat a.zst b.zst`), and a
+    stream that stops inside a frame raises EOFError (zstandard's own reader says nothing)."""
+
+    def __init__(self, raw, name):
+        try:
+            import zstandard
+        except ImportError:
+            raise InputError(f"{name}: zstd-compressed, and the zstandard package is missing "
+                             f"(pip install zstandard)") from None
+        self._zstd = zstandard
+        self._raw = raw
+        self._obj = zstandard.ZstdDecompressor().decompressobj()
+        self._in_frame = False
+        self._block = b""
+        self._pos = 0
+
+    def read(self, n=-1):
+        # The decompressor hands back all the output of what it is fed, and a zstd block of
+        # 4 bytes can stand for 128 KiB: fed ZSTD_FEED bytes at a time, one step's output stays
+        # within a few MiB however far the stream inflates.
+        while True:
+            if self._pos >= len(self._block):
+                self._block, self._pos = self._raw.read(ZSTD_READ), 0
+                if not self._block:
+                    if self._in_frame:
+                        raise EOFError("the last zstd frame is cut")
+                    return b""
+            out, size = [], 0
+            while self._pos < len(self._block) and size < CHUNK:
+                piece = self._block[self._pos:self._pos + ZSTD_FEED]
+                self._pos += len(piece)
+                try:
+                    data = self._feed(piece)
+                except self._zstd.ZstdError as exc:
+                    raise EOFError(str(exc)) from None
+                out.append(data)
+                size += len(data)
+            if size:
+                return b"".join(out)
+
+    read1 = read
+
+    def _feed(self, block):
+        out = []
+        while block:
+            if self._obj.eof:
+                self._obj = self._zstd.ZstdDecompressor().decompressobj()
+            out.append(self._obj.decompress(block))
+            block = self._obj.unused_data if self._obj.eof else b""
+        self._in_frame = not self._obj.eof
+        return b"".join(out)
+
+
 class _Peeked:
     """A binary stream with its first bytes already read (stdin cannot seek back); it counts
     the bytes handed on, which for a compressed input is what the ratio limit divides by."""
@@ -229,7 +284,6 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
     except OSError as exc:
         # Opened but unreadable (EIO, a vanished mount): nothing to diagnose at all.
         raise InputError(f"{display_name(path)}: {exc.strerror or exc}") from None
-    ahead = None
     try:
         kind = _sniff(head)
         if kind in ARCHIVES:
@@ -240,7 +294,7 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
         stream_errors = (EOFError, OSError)
         # The codec modules are imported only for input that needs them: most logs are text.
         if kind == "zstd":
-            stream = Zstd(stream, display_name(path), missing=InputError)
+            stream = _Zstd(stream, display_name(path))
         elif kind == "gzip":
             import gzip
             import zlib
@@ -266,8 +320,6 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
         # read1 hands over each decompressed piece as it comes, so a stream cut short
         # loses only its last piece, not the whole chunk being assembled.
         read = getattr(stream, "read1", stream.read)
-        if kind is not None and not limits.follow:
-            read = ahead = ReadAhead(read, chunk_size)
         while True:
             try:
                 block = read(chunk_size)
@@ -290,8 +342,6 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
                     return
             yield block
     finally:
-        if ahead is not None:
-            ahead.close()  # before the file it reads is closed
         if raw is not getattr(sys.stdin, "buffer", None):  # stdin may be closed (None)
             raw.close()
 
