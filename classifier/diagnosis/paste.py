@@ -1,0 +1,192 @@
+"""Stage 2a: undo what copying a log into an issue, a chat or a log collector did to its lines.
+
+Three things happen to a log on its way to a paste, and each is undone here, before prefixes
+are peeled (normalize.py), because each is a property of the whole paste, not of one line:
+
+- a terminal hard-wrapped it: every long line broken at the same column, the rest on the next
+  line with no prefix. The column is found from the lines themselves (several lines end exactly
+  at the longest length, none goes past it), and a line that reaches it is joined to the next.
+- a logger or a program printed it as one string: a JSON record (`{"log": "...\\n..."}`) or a
+  Python repr (`'Traceback ...\\n  File ...'`) holds the whole log on one line, `\\n` escaped.
+- a collector put the same unknown label in front of every line (`stern`'s and `kubectl logs
+  --all-containers`' `pod container `, a markdown quote `> `). A label the prefix peeler knows
+  (rank, host, timestamp) is left to it: it carries the rank and host.
+"""
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from classifier.precompiled import re_compile
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.read import RawLine
+
+LOOK_AHEAD = 2200       # lines read before deciding (the prefilter's head and tail together)
+MIN_WIDTH = 60          # terminals are wider; shorter equal lengths are chance
+MIN_WRAPPED = 3         # lines that must end exactly at the wrap column
+PREFIX_SAMPLE = 20      # non-blank lines a learned prefix must head, all of them
+MIN_PREFIX_LINES = 5
+MIN_ESCAPED = 3         # escaped newlines that make one line a whole log printed as a string
+MAX_JOINED = 64 * 1024  # a wrapped line is never rebuilt past this
+
+_ESCAPE = re_compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "/": "/", "0": "\0"}
+_RULER = re_compile(r"(.)\1*")
+_DIGITS = re_compile(r"\d+")
+_NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a line of one character repeated: a ruler, never wrapped text
+
+
+def _unescape(s: str) -> str:
+    def one(m):
+        e = m.group(0)[1:]
+        if len(e) > 1:
+            return chr(int(e[1:], 16))
+        return _SIMPLE.get(e, m.group(0))
+    return _ESCAPE.sub(one, s)
+
+
+def split_escaped(text: str) -> list[str] | None:
+    """The lines of a log printed on one line as a JSON record or string literal, else None."""
+    if text.count("\\n") < MIN_ESCAPED:
+        return None
+    body = text.strip()
+    if body[:1] in "{[\"":
+        try:
+            value = json.loads(body)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):  # the record's longest string is the log it carries
+            value = max((v for v in value.values() if isinstance(v, str)), key=len, default=None)
+        if isinstance(value, str) and "\n" in value:
+            return value.split("\n")
+    for opener in ("b'", 'b"', "'", '"'):  # a Python repr: drop its quotes
+        if body.startswith(opener) and body.endswith(opener[-1]) and len(body) > len(opener):
+            body = body[len(opener):-1]
+            break
+    return _unescape(body.replace("\\n", "\n")).split("\n") if "\\n" in body else None
+
+
+def _uncut_end(text: str) -> bool:
+    """A line that ends as a whole line does: in a box's edge or in padding (two blanks)."""
+    return text[-1:] in _NOT_CUT or text[-2:].isspace()
+
+
+def _wrapped_at_end(text: str, after: str) -> bool:
+    """Whether `text`, as long as the widest line, reads as a piece a terminal broke off: it
+    ends in text (not the padding of a right-padded paste, not a box's edge) and the next line
+    goes on with something else than a sibling line of the same shape (`kernel: NVRM: Xid`)."""
+    return (not _uncut_end(text) and after.strip() != "" and not _RULER.fullmatch(text)
+            and _DIGITS.sub("", after[:8]) != _DIGITS.sub("", text[:8]))
+
+
+def wrap_width(texts: list[str]) -> int | None:
+    """The column a terminal wrapped these lines at, or None.
+
+    Wrapped text leaves several different lines ending exactly at the column, each followed
+    by its rest, and none going past it. A log that was not wrapped has one longest line, or
+    copies of one message from several ranks (the same once digits are ignored).
+    """
+    lengths = [len(t) for t in texts if t.strip() and not _RULER.fullmatch(t)]
+    if not lengths:
+        return None
+    width = max(lengths)
+    if width < MIN_WIDTH:
+        return None
+    at = {_DIGITS.sub("", t) for t, after in zip(texts, texts[1:] + [""])
+          if len(t) == width and _wrapped_at_end(t, after)}
+    near = sum(1 for n in lengths if width - 8 <= n < width)
+    return width if len(at) >= MIN_WRAPPED and len(at) > 2 * near else None
+
+
+def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None:
+    """A label every one of the first non-blank lines starts with, where `known(text)` (the
+    peeler reads a label at the start of text) finds none.
+
+    A log whose lines already start with a label the peeler reads (a timestamp, a rank) has
+    no unknown one in front; a shared run that goes on past the label into the messages
+    (`[2024-01-0` of timestamps) counts only when what follows it is such a label.
+    """
+    sample = [t for t in texts if t.strip()][:PREFIX_SAMPLE]
+    if len(sample) < MIN_PREFIX_LINES or any(known(t) for t in sample):
+        return None
+    first, last = min(sample), max(sample)
+    n = 0
+    while n < len(first) and n < len(last) and first[n] == last[n]:
+        n += 1
+    prefix = first[:first.rfind(" ", 0, n) + 1] if " " in first[:n] else ""
+    # A collector's label is a name: no colon (`host:pid:tid`, `rank 0:`), no bracket left open
+    # (`[Rank `), and not the start of a numbered message (`rank 0 step 1`) in every line.
+    if not prefix.strip() or not prefix[:1].strip() or ":" in prefix or known(prefix + "x") \
+            or prefix.count("[") != prefix.count("]") or prefix.count("(") != prefix.count(")") \
+            or all(t[len(prefix):len(prefix) + 1].isdigit() for t in sample):
+        return None
+    if n > len(prefix) and not all(known(t[len(prefix):]) for t in sample):
+        return None
+    return prefix
+
+
+def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
+             make: Callable[[str, int, str], "RawLine"]) -> Iterator["RawLine"]:
+    """Yield the lines of one input with wraps joined, one-line logs split and a learned
+    label removed; `make(source, lineno, text)` builds a line, `known(prefix)` says whether
+    the peeler already reads that label."""
+    it = iter(raw_lines)
+    head = []
+    for raw in it:
+        parts = split_escaped(raw.text) if "\\n" in raw.text else None
+        if parts is None:
+            head.append(raw)
+        else:
+            head.extend(make(raw.source, raw.lineno, p) for p in parts)
+        if len(head) >= LOOK_AHEAD:
+            break
+    texts = [r.text.rstrip("\r") for r in head]
+    prefix = learned_prefix(texts, known)
+    cut = len(prefix) if prefix else 0
+    body = [t[cut:] if prefix and t.startswith(prefix) else t for t in texts]
+    width = wrap_width(body)
+    if prefix is None and width is None:
+        yield from head
+        yield from it
+        return
+
+    def fixed(raw):
+        text = raw.text.rstrip("\r")
+        if prefix is not None:
+            if text.startswith(prefix):
+                text = text[cut:]
+            elif text == prefix.rstrip():
+                text = ""
+        return raw if text == raw.text else make(raw.source, raw.lineno, text)
+
+    def more():
+        yield from head
+        for raw in it:
+            parts = split_escaped(raw.text) if "\\n" in raw.text else None
+            if parts is None:
+                yield raw
+            else:
+                yield from (make(raw.source, raw.lineno, p) for p in parts)
+
+    pending, last = None, 0  # a line that reached the wrap column; its last piece's number
+    for raw in more():
+        line = fixed(raw)
+        if pending is not None:
+            if line.lineno in (last, last + 1) and len(pending.text) < MAX_JOINED:
+                pending = make(pending.source, pending.lineno, pending.text + line.text)
+                last = line.lineno
+                if len(line.text) != width:  # the wrapped line's last piece
+                    yield pending
+                    pending = None
+                continue
+            yield pending
+            pending = None
+        if width is not None and len(line.text) == width and not _uncut_end(line.text) \
+                and not _RULER.fullmatch(line.text):
+            pending, last = line, line.lineno
+        else:
+            yield line
+    if pending is not None:
+        yield pending
