@@ -59,9 +59,10 @@ _ISO_TS = re_compile(
 _SYSLOG_TS = re_compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?: \S+)?(?: kernel:)? ")
-# A logger's level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
-# `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays.
-_LEVEL = re_compile(r"\[?(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)\]?(?:\s+[|-]\s|\s+)")
+# A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
+# `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
+# DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too).
+_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+\|\s|\s+(?=[^\s|-]))")
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
@@ -241,7 +242,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
         if m:
             ts = _iso_seconds(m) if ts is None else ts
             msg = msg[m.end():]
-            m = _LEVEL.match(msg) if msg[:1] in "[ACDEFINTW" else None
+            m = _LEVEL.match(msg) if msg[:1] in "CDEFINTW" else None
             if m:
                 msg = msg[m.end():]
         else:

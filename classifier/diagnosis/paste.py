@@ -13,6 +13,7 @@ are peeled (normalize.py), because each is a property of the whole paste, not of
   (rank, host, timestamp) is left to it: it carries the rank and host.
 """
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -28,7 +29,6 @@ MIN_WIDTH = 60          # terminals are wider; shorter equal lengths are chance
 MIN_WRAPPED = 3         # lines that must end exactly at the wrap column
 PREFIX_SAMPLE = 20      # non-blank lines a learned prefix must head, all of them
 MIN_PREFIX_LINES = 5
-MIN_ESCAPED = 3         # escaped newlines that make one line a whole log printed as a string
 MAX_JOINED = 64 * 1024  # a wrapped line is never rebuilt past this
 
 _ESCAPE = re_compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
@@ -48,24 +48,29 @@ def _unescape(s: str) -> str:
 
 
 def split_escaped(text: str) -> list[str] | None:
-    """The lines of a log printed on one line as a JSON record or string literal, else None."""
-    if text.count("\\n") < MIN_ESCAPED:
-        return None
+    """The lines of a log printed on one line as a JSON record or string literal, else None.
+
+    Only a line that is one JSON value or one quoted literal is split here; its lines are
+    numbered on from it (see _expanded)."""
     body = text.strip()
     if body[:1] in "{[\"":
         try:
             value = json.loads(body)
         except ValueError:
             value = None
-        if isinstance(value, dict):  # the record's longest string is the log it carries
-            value = max((v for v in value.values() if isinstance(v, str)), key=len, default=None)
+        if isinstance(value, dict):  # the record's longest string is the log it carries,
+            value = max((v for v in value.values() if isinstance(v, str)), key=len, default="")
+            if "\n" not in value.rstrip("\n"):  # unless it is one line (Docker's json-file)
+                value = None
         if isinstance(value, str) and "\n" in value:
-            return value.split("\n")
+            return value.rstrip("\n").split("\n")
     for opener in ("b'", 'b"', "'", '"'):  # a Python repr: drop its quotes
         if body.startswith(opener) and body.endswith(opener[-1]) and len(body) > len(opener):
             body = body[len(opener):-1]
             break
-    return _unescape(body.replace("\\n", "\n")).split("\n") if "\\n" in body else None
+    else:  # an escaped traceback inside a message is normalize.py's (at its line's number)
+        return None
+    return _unescape(body.replace("\\n", "\n")).rstrip("\n").split("\n") if "\\n" in body else None
 
 
 def _uncut_end(text: str) -> bool:
@@ -96,8 +101,10 @@ def wrap_width(texts: list[str]) -> int | None:
         return None
     at = {_DIGITS.sub("", t) for t, after in zip(texts, texts[1:] + [""])
           if len(t) == width and _wrapped_at_end(t, after)}
-    near = sum(1 for n in lengths if width - 8 <= n < width)
-    return width if len(at) >= MIN_WRAPPED and len(at) > 2 * near else None
+    # a spike at the column: more lines end exactly there than at the 8 columns before it
+    # together, per column, many times over
+    near = len({t for t in texts if width - 8 <= len(t) < width})
+    return width if len(at) >= MIN_WRAPPED and len(at) > near / 4 else None
 
 
 def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None:
@@ -108,7 +115,7 @@ def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None
     no unknown one in front; a shared run that goes on past the label into the messages
     (`[2024-01-0` of timestamps) counts only when what follows it is such a label.
     """
-    sample = [t for t in texts if t.strip()][:PREFIX_SAMPLE]
+    sample = [t for t in texts if len(t.strip()) > 1][:PREFIX_SAMPLE]  # not a bare `>`
     if len(sample) < MIN_PREFIX_LINES or any(known(t) for t in sample):
         return None
     first, last = min(sample), max(sample)
@@ -127,21 +134,29 @@ def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None
     return prefix
 
 
+def _expanded(raw_lines: Iterable["RawLine"], make) -> Iterator["RawLine"]:
+    """The lines with a log printed on one line split into its lines. They are numbered on
+    from it, and the lines after it with them, so that order and neighbours stay readable."""
+    extra = 0
+    for raw in raw_lines:
+        parts = split_escaped(raw.text) if "\\n" in raw.text else None
+        if parts is not None:
+            for k, part in enumerate(parts):
+                yield make(raw.source, raw.lineno + extra + k, part)
+            extra += len(parts) - 1
+        elif extra:
+            yield make(raw.source, raw.lineno + extra, raw.text)
+        else:
+            yield raw
+
+
 def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
              make: Callable[[str, int, str], "RawLine"]) -> Iterator["RawLine"]:
     """Yield the lines of one input with wraps joined, one-line logs split and a learned
-    label removed; `make(source, lineno, text)` builds a line, `known(prefix)` says whether
-    the peeler already reads that label."""
-    it = iter(raw_lines)
-    head = []
-    for raw in it:
-        parts = split_escaped(raw.text) if "\\n" in raw.text else None
-        if parts is None:
-            head.append(raw)
-        else:
-            head.extend(make(raw.source, raw.lineno, p) for p in parts)
-        if len(head) >= LOOK_AHEAD:
-            break
+    label removed; `make(source, lineno, text)` builds a line, `known(text)` says whether
+    the peeler reads a label at the start of a text."""
+    it = _expanded(raw_lines, make)
+    head = list(itertools.islice(it, LOOK_AHEAD))
     texts = [r.text.rstrip("\r") for r in head]
     prefix = learned_prefix(texts, known)
     cut = len(prefix) if prefix else 0
@@ -161,32 +176,33 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
                 text = ""
         return raw if text == raw.text else make(raw.source, raw.lineno, text)
 
-    def more():
-        yield from head
-        for raw in it:
-            parts = split_escaped(raw.text) if "\\n" in raw.text else None
-            if parts is None:
-                yield raw
-            else:
-                yield from (make(raw.source, raw.lineno, p) for p in parts)
-
-    pending, last = None, 0  # a line that reached the wrap column; its last piece's number
-    for raw in more():
+    # A wrapped line is yielded whole under its last piece's number, the numbers of the pieces
+    # before it as blank lines: every number still comes once and in order, as the matcher
+    # (match.py), which reads a gap as lines the prefilter skipped, expects.
+    pieces = []
+    for raw in itertools.chain(head, it):
         line = fixed(raw)
-        if pending is not None:
-            if line.lineno in (last, last + 1) and len(pending.text) < MAX_JOINED:
-                pending = make(pending.source, pending.lineno, pending.text + line.text)
-                last = line.lineno
-                if len(line.text) != width:  # the wrapped line's last piece
-                    yield pending
-                    pending = None
+        if pieces:
+            if line.lineno == pieces[-1].lineno + 1 and sum(len(p.text) for p in pieces) < MAX_JOINED:
+                pieces.append(line)
+                if len(line.text) == width:
+                    continue
+                yield from _joined(pieces, make)
+                pieces = []
                 continue
-            yield pending
-            pending = None
+            yield from _joined(pieces, make)
+            pieces = []
         if width is not None and len(line.text) == width and not _uncut_end(line.text) \
                 and not _RULER.fullmatch(line.text):
-            pending, last = line, line.lineno
+            pieces = [line]
         else:
             yield line
-    if pending is not None:
-        yield pending
+    if pieces:
+        yield from _joined(pieces, make)
+
+
+def _joined(pieces, make):
+    """A wrapped line's pieces as one line under the last one's number, blanks before it."""
+    for piece in pieces[:-1]:
+        yield make(piece.source, piece.lineno, "")
+    yield make(pieces[-1].source, pieces[-1].lineno, "".join(p.text for p in pieces))
