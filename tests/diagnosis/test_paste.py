@@ -119,3 +119,29 @@ def test_pod_label_and_quote_are_dropped():
     quoted = "\n".join(f"> {m}" if m else ">" for m in ("Traceback (most recent call last):", "",
                                                          '  File "t.py", line 9', "a", "b", "c"))
     assert (3, 'File "t.py", line 9') in _msgs(quoted)
+
+
+GLUED = [
+    "[ERROR] AttributeErrorAttributeErrorAttributeError: 'NoneType' object has no attribute 'x'",
+    "    assert param.ds_status == ZeroParamStatus.AVAILABLE, param.ds_summary()AssertionError",
+    "AssertionError        assert param.ds_status == ZeroParamStatus.AVAILABLE",
+    "    AssertionErrorassert param.ds_status == ZeroParamStatus.AVAILABLE, param.ds_summ",
+]
+
+
+@pytest.mark.parametrize("form", ["", "[rank3]:", "host-3: ", "2024-01-01T12:00:00.123Z INFO "])
+@pytest.mark.parametrize("glued", GLUED)
+def test_exception_names_glued_by_interleaved_ranks_are_a_failure(glued, form, tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(form + t for t in ("loading shards", "step 1", glued)) + "\n")
+    assert diagnose_job([str(log)])["category"] == "unknown"
+
+
+@pytest.mark.parametrize("healthy", [
+    "Skipping ValueErrors in the sampler is enabled", "Caught ValueError in worker, retrying",
+    "raise ValueError(f'bad {x}')", "0 errors,  0 warnings", "ErrorHandler installed",
+])
+def test_exception_names_in_prose_are_not_glued(healthy, tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("loading shards\n" + healthy + "\nstep 1 loss 0.3\n")
+    assert diagnose_job([str(log)])["category"] == "none"
