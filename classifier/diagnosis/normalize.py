@@ -34,9 +34,9 @@ _RANK_PREFIXES = (
     _SRUN_LABEL,
     # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `. A host
     # label needs a digit or a hyphen before any dot, so `collect2: error` and
-    # `libcudart.so.11.0: cannot open` keep their first word.
+    # `libcudart.so.11.0: cannot open` keep their first word. Alone on a line it is a blank.
     re_compile(r"(?P<host>localhost|\d{1,3}(?:\.\d{1,3}){3}"
-               r"|(?!collect2:)(?=[a-z0-9-]{0,63}[\d-])[a-z][a-z0-9-]{0,62}(?:\.[a-z][a-z0-9-]{0,62}){0,16}):\s"),
+               r"|(?!collect2:)(?=[a-z0-9-]{0,63}[\d-])[a-z][a-z0-9-]{0,62}(?:\.[a-z][a-z0-9-]{0,62}){0,16}):(?:\s|$)"),
     # Ray Train workers: `(RayTrainWorker pid=12345, ip=10.0.0.1) `
     re_compile(r"\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s"),
     # kubectl logs --prefix: `[pod/trainer-0/pytorch] `; the pod is where the line ran
@@ -62,7 +62,7 @@ _SYSLOG_TS = re_compile(
 # A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
 # `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
 # DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too).
-_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+\|\s|\s+(?=[^\s|-]))")
+_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+\|\s|\s+(?=[^\s|-])|\s*\|?$)")
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
@@ -223,6 +223,8 @@ for _c in "abcdefghijklmnopqrstuvwxyz":
     _PREFIX_FIRST[_c] = (_RANK_PREFIXES[3], _RANK_PREFIXES[6])
 for _c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ])}>|!\"#$%&'*+,-./:;<=?@^_`{~":
     _PREFIX_FIRST[_c] = ()
+# A markdown quote, `> ` (nested `> > `), around a paste of any length; `>>> ` is a prompt.
+_PREFIX_FIRST[">"] = (re_compile(r">(?:[ \t]|$)(?:>(?:[ \t]|$)| )*"),)
 for _c in " \t\n\r\x0b\x0c":  # only srun's label may follow spaces (`  3: ...`)
     _PREFIX_FIRST[_c] = (_SRUN_LABEL,)
 

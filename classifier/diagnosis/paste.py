@@ -28,13 +28,14 @@ LOOK_AHEAD = 2200       # lines read before deciding (the prefilter's head and t
 MIN_WIDTH = 60          # terminals are wider; shorter equal lengths are chance
 MIN_WRAPPED = 3         # lines that must end exactly at the wrap column
 PREFIX_SAMPLE = 20      # non-blank lines a learned prefix must head, all of them
-MIN_PREFIX_LINES = 5
+MIN_PREFIX_LINES = 3
 MAX_JOINED = 64 * 1024  # a wrapped line is never rebuilt past this
 
 _ESCAPE = re_compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "/": "/", "0": "\0"}
 _RULER = re_compile(r"(.)\1*")
 _DIGITS = re_compile(r"\d+")
+_LABEL_LIKE = re_compile(r"[\d>|#-]")
 _NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a line of one character repeated: a ruler, never wrapped text
 
 
@@ -112,8 +113,7 @@ def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None
     peeler reads a label at the start of text) finds none.
 
     A log whose lines already start with a label the peeler reads (a timestamp, a rank) has
-    no unknown one in front; a shared run that goes on past the label into the messages
-    (`[2024-01-0` of timestamps) counts only when what follows it is such a label.
+    no unknown one in front.
     """
     sample = [t for t in texts if len(t.strip()) > 1][:PREFIX_SAMPLE]  # not a bare `>`
     if len(sample) < MIN_PREFIX_LINES or any(known(t) for t in sample):
@@ -123,13 +123,22 @@ def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None
     while n < len(first) and n < len(last) and first[n] == last[n]:
         n += 1
     prefix = first[:first.rfind(" ", 0, n) + 1] if " " in first[:n] else ""
-    # A collector's label is a name: no colon (`host:pid:tid`, `rank 0:`), no bracket left open
-    # (`[Rank `), and not the start of a numbered message (`rank 0 step 1`) in every line.
+    # Collectors' labels hold a pod's hyphen or number, or are a quote's `>`: a shared head of
+    # words (`NCCL INFO `, `CUDA `) is the messages' own.
+    if not _LABEL_LIKE.search(prefix):
+        return None
+    # The shortest head whose removal leaves a label the peeler reads (`> [rank5]: `, `pod
+    # container 2024-01-01 12:00:00 `) is the unknown label; the peeler takes the rest.
+    for end in (i + 1 for i, c in enumerate(prefix) if c == " "):
+        if prefix[:end].strip() and all(known(t[end:]) for t in sample):
+            return prefix[:end]
+    # Else a collector's label is a name: no colon (`host:pid:tid`, `rank 0:`), no bracket
+    # left open (`[Rank `), and not the start of a numbered message (`rank 0 step 1`).
     if not prefix.strip() or not prefix[:1].strip() or ":" in prefix or known(prefix + "x") \
             or prefix.count("[") != prefix.count("]") or prefix.count("(") != prefix.count(")") \
             or all(t[len(prefix):len(prefix) + 1].isdigit() for t in sample):
         return None
-    if n > len(prefix) and not all(known(t[len(prefix):]) for t in sample):
+    if n > len(prefix):  # the shared run goes on into the messages: a coincidence
         return None
     return prefix
 

@@ -145,3 +145,24 @@ def test_exception_names_in_prose_are_not_glued(healthy, tmp_path):
     log = tmp_path / "paste.log"
     log.write_text("loading shards\n" + healthy + "\nstep 1 loss 0.3\n")
     assert diagnose_job([str(log)])["category"] == "none"
+
+
+def test_unknown_head_before_a_known_label_is_learned():
+    def known(t):
+        return t.startswith(("[rank", "2024-"))
+    assert learned_prefix([f"> [rank5]: {m}" for m in "abcdef"], known) == "> "
+    assert learned_prefix([f"  | 2024-11-28T07:42:14.{i}Z | x" for i in range(5)], known) == "  | "
+    assert learned_prefix([f"NCCL INFO {m} ring" for m in "abcdef"], known) is None  # words
+
+
+@pytest.mark.parametrize("form", ["[rank3]:", "host-3: ", "2024-01-01 12:00:00 | INFO | ",
+                                  "2024-01-01T12:00:00.123Z INFO ", "> ", "trainer-7 pytorch "])
+def test_a_cut_last_message_is_read_behind_a_bare_trailing_label(form, tmp_path):
+    # the paste ends in the label alone (the log's final newline, prefixed like every line)
+    lines = ['  File "/usr/lib/python3.10/site-packages/pydantic/main.py", line 164, in __init__',
+             "    __pydantic_self__.__pydantic_validator__.validate_python(data)",
+             "pydantic_core._pydantic_core.ValidationError: 1 validation error for DeepSpeedZeroCo",
+             ""]
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(form + t for t in lines))
+    assert diagnose_job([str(log)])["category"] == "config_field_error"
