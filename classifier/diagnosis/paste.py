@@ -33,7 +33,6 @@ MAX_JOINED = 64 * 1024  # a wrapped line is never rebuilt past this
 
 _ESCAPE = re_compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "/": "/", "0": "\0"}
-_RULER = re_compile(r"(.)\1*")
 _DIGITS = re_compile(r"\d+")
 _LABEL_LIKE = re_compile(r"[\d>|#-]")
 _NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a line of one character repeated: a ruler, never wrapped text
@@ -74,6 +73,11 @@ def split_escaped(text: str) -> list[str] | None:
     return _unescape(body.replace("\\n", "\n")).rstrip("\n").split("\n") if "\\n" in body else None
 
 
+def _ruler(text: str) -> bool:
+    """A line of one character repeated (`=====`): a ruler, never wrapped text."""
+    return text.count(text[:1]) == len(text)  # str.count is a C loop; strip(c) is ~10x slower
+
+
 def _uncut_end(text: str) -> bool:
     """A line that ends as a whole line does: in a box's edge or in padding (two blanks)."""
     return text[-1:] in _NOT_CUT or text[-2:].isspace()
@@ -83,7 +87,7 @@ def _wrapped_at_end(text: str, after: str) -> bool:
     """Whether `text`, as long as the widest line, reads as a piece a terminal broke off: it
     ends in text (not the padding of a right-padded paste, not a box's edge) and the next line
     goes on with something else than a sibling line of the same shape (`kernel: NVRM: Xid`)."""
-    return (not _uncut_end(text) and after.strip() != "" and not _RULER.fullmatch(text)
+    return (not _uncut_end(text) and after.strip() != "" and not _ruler(text)
             and _DIGITS.sub("", after[:8]) != _DIGITS.sub("", text[:8]))
 
 
@@ -94,10 +98,13 @@ def wrap_width(texts: list[str]) -> int | None:
     by its rest, and none going past it. A log that was not wrapped has one longest line, or
     copies of one message from several ranks (the same once digits are ignored).
     """
-    lengths = [len(t) for t in texts if t.strip() and not _RULER.fullmatch(t)]
-    if not lengths:
+    width = max((len(t) for t in texts), default=0)
+    for _ in range(4):  # rulers are no text: the widest other line (a few ruler widths at most)
+        if width < MIN_WIDTH or not all(_ruler(t) or not t.strip() for t in texts if len(t) == width):
+            break
+        width = max((len(t) for t in texts if len(t) < width), default=0)
+    else:
         return None
-    width = max(lengths)
     if width < MIN_WIDTH:
         return None
     at = {_DIGITS.sub("", t) for t, after in zip(texts, texts[1:] + [""])
@@ -202,7 +209,7 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
             yield from _joined(pieces, make)
             pieces = []
         if width is not None and len(line.text) == width and not _uncut_end(line.text) \
-                and not _RULER.fullmatch(line.text):
+                and not _ruler(line.text):
             pieces = [line]
         else:
             yield line
