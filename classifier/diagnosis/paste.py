@@ -192,9 +192,10 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
                 text = ""
         return raw if text == raw.text else make(raw.source, raw.lineno, text)
 
-    # A wrapped line is yielded whole under its last piece's number, the numbers of the pieces
-    # before it as blank lines: every number still comes once and in order, as the matcher
-    # (match.py), which reads a gap as lines the prefilter skipped, expects.
+    # A wrapped line is yielded whole under its first piece's number (where the message starts),
+    # the numbers of the other pieces as blank lines after it: every number still comes once
+    # and in order, as the matcher (match.py), which reads a gap as lines the prefilter
+    # skipped, expects.
     pieces = []
     for raw in itertools.chain(head, it):
         line = fixed(raw)
@@ -218,7 +219,7 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
 
 
 def _joined(pieces, make):
-    """A wrapped line's pieces as one line under the last one's number, blanks before it."""
-    for piece in pieces[:-1]:
+    """A wrapped line's pieces as one line under the first one's number, blanks after it."""
+    yield make(pieces[0].source, pieces[0].lineno, "".join(p.text for p in pieces))
+    for piece in pieces[1:]:
         yield make(piece.source, piece.lineno, "")
-    yield make(pieces[-1].source, pieces[-1].lineno, "".join(p.text for p in pieces))
