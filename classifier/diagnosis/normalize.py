@@ -43,6 +43,8 @@ _RANK_PREFIXES = (
     re_compile(r"\[pod/(?P<host>[^/\]\s]+)(?:/[^\]\s]*)?\]\s"),
     # docker compose: `trainer-1  | ` (a service name ending in its replica number)
     re_compile(r"(?P<host>[a-z0-9][\w.-]{0,253}[-_]\d{1,9})\s+\|\s"),
+    # a markdown quote, `> ` (nested `> > `), around a paste of any length; `>>> ` is a prompt
+    re_compile(r">(?:[ \t]|$)(?:>(?:[ \t]|$)| )*"),
 )
 
 # pytest's failure report marks the exception's lines `E   RuntimeError: ...` (continuations
@@ -223,8 +225,7 @@ for _c in "abcdefghijklmnopqrstuvwxyz":
     _PREFIX_FIRST[_c] = (_RANK_PREFIXES[3], _RANK_PREFIXES[6])
 for _c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ])}>|!\"#$%&'*+,-./:;<=?@^_`{~":
     _PREFIX_FIRST[_c] = ()
-# A markdown quote, `> ` (nested `> > `), around a paste of any length; `>>> ` is a prompt.
-_PREFIX_FIRST[">"] = (re_compile(r">(?:[ \t]|$)(?:>(?:[ \t]|$)| )*"),)
+_PREFIX_FIRST[">"] = (_RANK_PREFIXES[7],)
 for _c in " \t\n\r\x0b\x0c":  # only srun's label may follow spaces (`  3: ...`)
     _PREFIX_FIRST[_c] = (_SRUN_LABEL,)
 

@@ -35,7 +35,7 @@ _ESCAPE = re_compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "/": "/", "0": "\0"}
 _DIGITS = re_compile(r"\d+")
 _LABEL_LIKE = re_compile(r"[\d>|#-]")
-_NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a line of one character repeated: a ruler, never wrapped text
+_NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a box's right edge: a line ending in one is whole
 
 
 def _unescape(s: str) -> str:
@@ -70,7 +70,7 @@ def split_escaped(text: str) -> list[str] | None:
             break
     else:  # an escaped traceback inside a message is normalize.py's (at its line's number)
         return None
-    return _unescape(body.replace("\\n", "\n")).rstrip("\n").split("\n") if "\\n" in body else None
+    return _unescape(body).rstrip("\n").split("\n") if "\\n" in body else None
 
 
 def _ruler(text: str) -> bool:
