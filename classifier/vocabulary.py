@@ -53,6 +53,7 @@ EXCEPTION_TERMS = (
     Term(r"^(?:[a-z_]\w{0,127}\.){2,32}[A-Z]\w{0,127}: ", gate_pattern=r"\w\.[a-z_]\w*: ",
          raw=r"\w\.[A-Z]\w*(?::|\x1b|\\)"),
 )
+_GLUED_NAME = r"[A-Z][A-Za-z0-9]*?(?:Error|Exception)"
 # Launchers re-raise a child's failure under their own name; these are echoes, not causes.
 ECHO_TERMS = (
     Term(r"ChildFailedError", ("childfailederror",), raw="ChildFailedError"),
@@ -89,6 +90,14 @@ OTHER_FAILURE_TERMS = (
     # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
     Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)",
          (": error: ",), raw=": error: "),
+    # An exception's name that ranks writing at once glued to other text: `AttributeError`
+    # three times over, `...ds_summary()AssertionError`, `AssertionError      assert x` (the
+    # line starts with the name; another rank's line follows on it). Not an exception line
+    # (the message is another rank's), but a failure.
+    Term(rf"(?:^|[\s\])'\"])(?:{_GLUED_NAME}){{2,}}(?::|\s|$)|[)\]'\"]{_GLUED_NAME}(?::\s|\s*$)"
+         rf"|^{_GLUED_NAME}(?:[a-rt-z]|\s{{2,}}\S)",
+         gate_pattern=r"(?:error|exception)(?:[a-z]|\s\s)|[)\]'\"][a-z0-9]*(?:error|exception)",
+         raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)"),
 )
 # Lines only a job that finished prints. A failure marker followed by one of these in the same
 # file was survived (a caught exception, a retried upload), not fatal.

@@ -356,8 +356,10 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     # Drain: the last lines have no lookahead left.
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
         yield from process(i)
-    if buf:
-        yield from _cut_at_end(buf[-1], index, seen, budget)
+    # The last line with a message: a paste often ends in a bare label (`[rank3]:`, `> `).
+    final = next((line for line in reversed(buf) if line.msg), None)
+    if final is not None:
+        yield from _cut_at_end(final, index, seen, budget)
 
 
 def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,

@@ -13,12 +13,10 @@ line); an outer one is kept as the line's `task`.
 import json
 import re
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
-
-if TYPE_CHECKING:
-    from classifier.diagnosis.read import RawLine
+from classifier.diagnosis.paste import repaired
+from classifier.diagnosis.read import RawLine
 
 # CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
 _ANSI = re_compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -36,15 +34,17 @@ _RANK_PREFIXES = (
     _SRUN_LABEL,
     # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `. A host
     # label needs a digit or a hyphen before any dot, so `collect2: error` and
-    # `libcudart.so.11.0: cannot open` keep their first word.
+    # `libcudart.so.11.0: cannot open` keep their first word. Alone on a line it is a blank.
     re_compile(r"(?P<host>localhost|\d{1,3}(?:\.\d{1,3}){3}"
-               r"|(?!collect2:)(?=[a-z0-9-]{0,63}[\d-])[a-z][a-z0-9-]{0,62}(?:\.[a-z][a-z0-9-]{0,62}){0,16}):\s"),
+               r"|(?!collect2:)(?=[a-z0-9-]{0,63}[\d-])[a-z][a-z0-9-]{0,62}(?:\.[a-z][a-z0-9-]{0,62}){0,16}):(?:\s|$)"),
     # Ray Train workers: `(RayTrainWorker pid=12345, ip=10.0.0.1) `
     re_compile(r"\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s"),
     # kubectl logs --prefix: `[pod/trainer-0/pytorch] `; the pod is where the line ran
     re_compile(r"\[pod/(?P<host>[^/\]\s]+)(?:/[^\]\s]*)?\]\s"),
     # docker compose: `trainer-1  | ` (a service name ending in its replica number)
     re_compile(r"(?P<host>[a-z0-9][\w.-]{0,253}[-_]\d{1,9})\s+\|\s"),
+    # a markdown quote, `> ` (nested `> > `), around a paste of any length; `>>> ` is a prompt
+    re_compile(r">(?:[ \t]|$)(?:>(?:[ \t]|$)| )*"),
 )
 
 # pytest's failure report marks the exception's lines `E   RuntimeError: ...` (continuations
@@ -61,6 +61,10 @@ _ISO_TS = re_compile(
 _SYSLOG_TS = re_compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?: \S+)?(?: kernel:)? ")
+# A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
+# `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
+# DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too).
+_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+\|\s|\s+(?=[^\s|-])|\s*\|?$)")
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
@@ -221,6 +225,7 @@ for _c in "abcdefghijklmnopqrstuvwxyz":
     _PREFIX_FIRST[_c] = (_RANK_PREFIXES[3], _RANK_PREFIXES[6])
 for _c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ])}>|!\"#$%&'*+,-./:;<=?@^_`{~":
     _PREFIX_FIRST[_c] = ()
+_PREFIX_FIRST[">"] = (_RANK_PREFIXES[7],)
 for _c in " \t\n\r\x0b\x0c":  # only srun's label may follow spaces (`  3: ...`)
     _PREFIX_FIRST[_c] = (_SRUN_LABEL,)
 
@@ -240,6 +245,9 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
         if m:
             ts = _iso_seconds(m) if ts is None else ts
             msg = msg[m.end():]
+            m = _LEVEL.match(msg) if msg[:1] in "CDEFINTW" else None
+            if m:
+                msg = msg[m.end():]
         else:
             m = _SYSLOG_TS.match(msg) if msg[:1] in _TS_FIRST else None
             if m:
@@ -307,11 +315,16 @@ def unwrap(text: str) -> str:
 _ESCAPED_TRACEBACK = re_compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
 
 
+def _known_label(text: str) -> bool:
+    """Whether the prefix peeler reads a label at the start of `text`."""
+    return peel_prefixes(text)[0] != text.strip()
+
+
 def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
               file_rank: int | None = None) -> Iterator[Line]:
     """Yield Line objects for RawLines of one input; lines inherit the last timestamp seen."""
     last_ts = None
-    for raw in raw_lines:
+    for raw in repaired(raw_lines, _known_label, RawLine):
         text = visible_text(raw.text)
         msg, rank, task, host, ts = peel_prefixes(unwrap(text[:MATCH_LIMIT + 512]))
         msg = msg[:MATCH_LIMIT]

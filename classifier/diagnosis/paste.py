@@ -1,0 +1,225 @@
+"""Stage 2a: undo what copying a log into an issue, a chat or a log collector did to its lines.
+
+Three things happen to a log on its way to a paste, and each is undone here, before prefixes
+are peeled (normalize.py), because each is a property of the whole paste, not of one line:
+
+- a terminal hard-wrapped it: every long line broken at the same column, the rest on the next
+  line with no prefix. The column is found from the lines themselves (several lines end exactly
+  at the longest length, none goes past it), and a line that reaches it is joined to the next.
+- a logger or a program printed it as one string: a JSON record (`{"log": "...\\n..."}`) or a
+  Python repr (`'Traceback ...\\n  File ...'`) holds the whole log on one line, `\\n` escaped.
+- a collector put the same unknown label in front of every line (`stern`'s and `kubectl logs
+  --all-containers`' `pod container `, a markdown quote `> `). A label the prefix peeler knows
+  (rank, host, timestamp) is left to it: it carries the rank and host.
+"""
+
+import itertools
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from classifier.precompiled import re_compile
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.read import RawLine
+
+LOOK_AHEAD = 2200       # lines read before deciding (the prefilter's head and tail together)
+MIN_WIDTH = 60          # terminals are wider; shorter equal lengths are chance
+MIN_WRAPPED = 3         # lines that must end exactly at the wrap column
+PREFIX_SAMPLE = 20      # non-blank lines a learned prefix must head, all of them
+MIN_PREFIX_LINES = 3
+MAX_JOINED = 64 * 1024  # a wrapped line is never rebuilt past this
+
+_ESCAPE = re_compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "/": "/", "0": "\0"}
+_DIGITS = re_compile(r"\d+")
+_LABEL_LIKE = re_compile(r"[\d>|#-]")
+_NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a box's right edge: a line ending in one is whole
+
+
+def _unescape(s: str) -> str:
+    def one(m):
+        e = m.group(0)[1:]
+        if len(e) > 1:
+            return chr(int(e[1:], 16))
+        return _SIMPLE.get(e, m.group(0))
+    return _ESCAPE.sub(one, s)
+
+
+def split_escaped(text: str) -> list[str] | None:
+    """The lines of a log printed on one line as a JSON record or string literal, else None.
+
+    Only a line that is one JSON value or one quoted literal is split here; its lines are
+    numbered on from it (see _expanded)."""
+    body = text.strip()
+    if body[:1] in "{[\"":
+        try:
+            value = json.loads(body)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):  # the record's longest string is the log it carries,
+            value = max((v for v in value.values() if isinstance(v, str)), key=len, default="")
+            if "\n" not in value.rstrip("\n"):  # unless it is one line (Docker's json-file)
+                value = None
+        if isinstance(value, str) and "\n" in value:
+            return value.rstrip("\n").split("\n")
+    for opener in ("b'", 'b"', "'", '"'):  # a Python repr: drop its quotes
+        if body.startswith(opener) and body.endswith(opener[-1]) and len(body) > len(opener):
+            body = body[len(opener):-1]
+            break
+    else:  # an escaped traceback inside a message is normalize.py's (at its line's number)
+        return None
+    return _unescape(body).rstrip("\n").split("\n") if "\\n" in body else None
+
+
+def _ruler(text: str) -> bool:
+    """A line of one character repeated (`=====`): a ruler, never wrapped text."""
+    return text.count(text[:1]) == len(text)  # str.count is a C loop; strip(c) is ~10x slower
+
+
+def _uncut_end(text: str) -> bool:
+    """A line that ends as a whole line does: in a box's edge or in padding (two blanks)."""
+    return text[-1:] in _NOT_CUT or text[-2:].isspace()
+
+
+def _wrapped_at_end(text: str, after: str) -> bool:
+    """Whether `text`, as long as the widest line, reads as a piece a terminal broke off: it
+    ends in text (not the padding of a right-padded paste, not a box's edge) and the next line
+    goes on with something else than a sibling line of the same shape (`kernel: NVRM: Xid`)."""
+    return (not _uncut_end(text) and after.strip() != "" and not _ruler(text)
+            and _DIGITS.sub("", after[:8]) != _DIGITS.sub("", text[:8]))
+
+
+def wrap_width(texts: list[str]) -> int | None:
+    """The column a terminal wrapped these lines at, or None.
+
+    Wrapped text leaves several different lines ending exactly at the column, each followed
+    by its rest, and none going past it. A log that was not wrapped has one longest line, or
+    copies of one message from several ranks (the same once digits are ignored).
+    """
+    width = max((len(t) for t in texts), default=0)
+    for _ in range(4):  # rulers are no text: the widest other line (a few ruler widths at most)
+        if width < MIN_WIDTH or not all(_ruler(t) or not t.strip() for t in texts if len(t) == width):
+            break
+        width = max((len(t) for t in texts if len(t) < width), default=0)
+    else:
+        return None
+    if width < MIN_WIDTH:
+        return None
+    at = {_DIGITS.sub("", t) for t, after in zip(texts, texts[1:] + [""])
+          if len(t) == width and _wrapped_at_end(t, after)}
+    # a spike at the column: more lines end exactly there than at the 8 columns before it
+    # together, per column, many times over
+    near = len({t for t in texts if width - 8 <= len(t) < width})
+    return width if len(at) >= MIN_WRAPPED and len(at) > near / 4 else None
+
+
+def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None:
+    """A label every one of the first non-blank lines starts with, where `known(text)` (the
+    peeler reads a label at the start of text) finds none.
+
+    A log whose lines already start with a label the peeler reads (a timestamp, a rank) has
+    no unknown one in front.
+    """
+    sample = [t for t in texts if len(t.strip()) > 1][:PREFIX_SAMPLE]  # not a bare `>`
+    if len(sample) < MIN_PREFIX_LINES or any(known(t) for t in sample):
+        return None
+    first, last = min(sample), max(sample)
+    n = 0
+    while n < len(first) and n < len(last) and first[n] == last[n]:
+        n += 1
+    prefix = first[:first.rfind(" ", 0, n) + 1] if " " in first[:n] else ""
+    # Collectors' labels hold a pod's hyphen or number, or are a quote's `>`: a shared head of
+    # words (`NCCL INFO `, `CUDA `) is the messages' own.
+    if not _LABEL_LIKE.search(prefix):
+        return None
+    # The shortest head whose removal leaves a label the peeler reads (`> [rank5]: `, `pod
+    # container 2024-01-01 12:00:00 `) is the unknown label; the peeler takes the rest.
+    for end in (i + 1 for i, c in enumerate(prefix) if c == " "):
+        if prefix[:end].strip() and all(known(t[end:]) for t in sample):
+            return prefix[:end]
+    # Else a collector's label is a name: no colon (`host:pid:tid`, `rank 0:`), no bracket
+    # left open (`[Rank `), and not the start of a numbered message (`rank 0 step 1`).
+    if not prefix.strip() or not prefix[:1].strip() or ":" in prefix or known(prefix + "x") \
+            or prefix.count("[") != prefix.count("]") or prefix.count("(") != prefix.count(")") \
+            or all(t[len(prefix):len(prefix) + 1].isdigit() for t in sample):
+        return None
+    if n > len(prefix):  # the shared run goes on into the messages: a coincidence
+        return None
+    return prefix
+
+
+def _expanded(raw_lines: Iterable["RawLine"], make) -> Iterator["RawLine"]:
+    """The lines with a log printed on one line split into its lines. They are numbered on
+    from it, and the lines after it with them, so that order and neighbours stay readable."""
+    extra = 0
+    for raw in raw_lines:
+        parts = split_escaped(raw.text) if "\\n" in raw.text else None
+        if parts is not None:
+            for k, part in enumerate(parts):
+                yield make(raw.source, raw.lineno + extra + k, part)
+            extra += len(parts) - 1
+        elif extra:
+            yield make(raw.source, raw.lineno + extra, raw.text)
+        else:
+            yield raw
+
+
+def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
+             make: Callable[[str, int, str], "RawLine"]) -> Iterator["RawLine"]:
+    """Yield the lines of one input with wraps joined, one-line logs split and a learned
+    label removed; `make(source, lineno, text)` builds a line, `known(text)` says whether
+    the peeler reads a label at the start of a text."""
+    it = _expanded(raw_lines, make)
+    head = list(itertools.islice(it, LOOK_AHEAD))
+    texts = [r.text.rstrip("\r") for r in head]
+    prefix = learned_prefix(texts, known)
+    cut = len(prefix) if prefix else 0
+    body = [t[cut:] if prefix and t.startswith(prefix) else t for t in texts]
+    width = wrap_width(body)
+    if prefix is None and width is None:
+        yield from head
+        yield from it
+        return
+
+    def fixed(raw):
+        text = raw.text.rstrip("\r")
+        if prefix is not None:
+            if text.startswith(prefix):
+                text = text[cut:]
+            elif text == prefix.rstrip():
+                text = ""
+        return raw if text == raw.text else make(raw.source, raw.lineno, text)
+
+    # A wrapped line is yielded whole under its first piece's number (where the message starts),
+    # the numbers of the other pieces as blank lines after it: every number still comes once
+    # and in order, as the matcher (match.py), which reads a gap as lines the prefilter
+    # skipped, expects.
+    pieces = []
+    for raw in itertools.chain(head, it):
+        line = fixed(raw)
+        if pieces:
+            if line.lineno == pieces[-1].lineno + 1 and sum(len(p.text) for p in pieces) < MAX_JOINED:
+                pieces.append(line)
+                if len(line.text) == width:
+                    continue
+                yield from _joined(pieces, make)
+                pieces = []
+                continue
+            yield from _joined(pieces, make)
+            pieces = []
+        if width is not None and len(line.text) == width and not _uncut_end(line.text) \
+                and not _ruler(line.text):
+            pieces = [line]
+        else:
+            yield line
+    if pieces:
+        yield from _joined(pieces, make)
+
+
+def _joined(pieces, make):
+    """A wrapped line's pieces as one line under the first one's number, blanks after it."""
+    yield make(pieces[0].source, pieces[0].lineno, "".join(p.text for p in pieces))
+    for piece in pieces[1:]:
+        yield make(piece.source, piece.lineno, "")

@@ -1,0 +1,168 @@
+"""Pastes keep their diagnosis: terminal wraps, one-line JSON/repr logs, unknown labels."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.paste import learned_prefix, split_escaped, wrap_width
+from classifier.diagnosis.read import RawLine
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from mangle import TRANSFORMS, _read  # noqa: E402
+
+# Public-dev and synthesized cases of several categories and paste forms (never split: test).
+CASES = [
+    "public/scheduler_config/huggingface__transformers__610.log",
+    "public/precision_conflict/gensyn-ai__rl-swarm__299.log",
+    "public/gpu_oom/QwenLM__Qwen3__873.log",
+    "public/config_field_error/FlagOpen__FlagEmbedding__1487.log",
+    "public/port_conflict/pytorch__pytorch__126510.log",
+    "public/version_mismatch/deepspeedai__DeepSpeed__3436.log",
+    "public/op_build_error/deepspeedai__DeepSpeed__885.log",
+    "public/gpu_hardware/tloen__alpaca-lora__123.log",
+    "public/nccl_timeout/HKUDS__GraphGPT__44.log",
+    "config_field_error/blind_cf_offload_device_enum_accelerate_zero3.log",
+]
+FORMS = ["wrap80", "wrap120", "json_record", "python_repr", "iso_level", "pipe_level", "kubectl",
+         "md_quote", "crlf", "ansi", "tabs", "rank_prefix"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("case", CASES)
+def test_mangled_paste_keeps_its_category(case, form, tmp_path):
+    text = _read(ROOT / "corpus" / case)
+    want = diagnose_job([str(ROOT / "corpus" / case)])["category"]
+    assert want not in ("none", "unknown")
+    log = tmp_path / "paste.log"
+    log.write_text(TRANSFORMS[form](text), encoding="utf-8", newline="")
+    assert diagnose_job([str(log)])["category"] == want
+
+
+def _msgs(text):
+    raw = [RawLine("x", i, t) for i, t in enumerate(text.split("\n"), 1)]
+    return [(line.lineno, line.msg) for line in normalize(raw)]
+
+
+def test_wrapped_frame_and_message_are_joined():
+    frame = ('  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py", '
+             'line 1201, in _configure_optimizer')
+    error = ("RuntimeError: CUDA error: an illegal memory access was encountered while "
+             "launching the kernel on device 3")
+    log = ["Traceback (most recent call last):", frame, "    self._configure_zero_optimizer(",
+           '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/zero/stage3.py", '
+           "line 512, in __init__", "    self._setup()", error]
+    msgs = _msgs(TRANSFORMS["wrap80"]("\n".join(log)))
+    assert (2, frame.strip()) in msgs      # under its first piece's number
+    assert (3, "") in msgs                 # the second piece's number, blank
+    assert (8, error) in msgs and len(msgs) == 9
+
+
+def test_no_wrap_where_lines_only_share_a_length():
+    # ranks' copies of one message, rulers, right-padding and box edges are not wraps
+    ranks = [f"[rank{r}]: RuntimeError: NCCL communicator was aborted on rank {r}." + "x" * 30
+             for r in range(8)]
+    assert wrap_width(ranks + ["short"]) is None
+    padded = [t.ljust(90) for t in ("Traceback (most recent call last):", '  File "a.py", line 1',
+                                    "ValueError: bad", "next")]
+    assert wrap_width(padded) is None
+    boxed = [f"│ {t:<76} │" for t in ("one", "two", "three", "four")]
+    assert wrap_width(boxed) is None
+    assert wrap_width(["=" * 80, "a", "=" * 80, "b", "=" * 80]) is None
+
+
+@pytest.mark.parametrize("text, lines", [
+    ('{"log": "Traceback (most recent call last):\\n  File \\"a.py\\", line 3\\nKeyError: '
+     '\'RANK\'\\n", "stream": "stderr"}',
+     ["Traceback (most recent call last):", '  File "a.py", line 3', "KeyError: 'RANK'"]),
+    ("'OSError: [Errno 28] No space left on device\\n'",
+     ["OSError: [Errno 28] No space left on device"]),
+    ("b'RuntimeError: x\\n\\tat y\\n'", ["RuntimeError: x", "\tat y"]),
+    ('"\\u001b[31mRuntimeError\\u001b[0m: boom\\nnext"', ["\x1b[31mRuntimeError\x1b[0m: boom", "next"]),
+])
+def test_one_line_logs_are_split(text, lines):
+    assert split_escaped(text) == lines
+
+
+@pytest.mark.parametrize("text", [
+    '{"log":"RuntimeError: one line\\n","stream":"stderr","time":"2024-01-01T00:00:00Z"}',
+    "ValueError: expected '\\n' in the template",             # a message quoting an escape
+    "prompt = 'a\\nb\\nc\\nd' and more",                       # not one literal
+])
+def test_lines_that_are_not_a_whole_log_stay(text):
+    assert split_escaped(text) is None
+
+
+def test_learned_prefix_is_an_unknown_label_only():
+    def known(t):
+        return t.startswith(("[rank", "2024-"))
+    pod = [f"trainer-0 pytorch {m}" for m in ("Traceback x", "  File y", "KeyError: z",
+                                               "a", "b", "c")]
+    assert learned_prefix(pod, known) == "trainer-0 pytorch "
+    assert learned_prefix([f"> {m}" for m in "abcdef"], known) == "> "
+    # labels the peeler reads, numbered messages, colons and open brackets are not learned
+    assert learned_prefix([f"[rank0]: {m}" for m in "abcdef"], known) is None
+    assert learned_prefix([f"rank {i} step 3" for i in range(6)], known) is None
+    assert learned_prefix([f"[E ProcessGroupNCCL.cpp:737] [Rank {i}] x" for i in range(6)],
+                          known) is None
+    assert learned_prefix([f"node1:123:456 [{i}] NCCL INFO x" for i in range(6)], known) is None
+
+
+def test_pod_label_and_quote_are_dropped():
+    text = "\n".join(f"trainer-7 pytorch {m}" for m in (
+        "Traceback (most recent call last):", '  File "t.py", line 9, in <module>',
+        "    main()", "KeyError: 'LOCAL_RANK'", "done"))
+    assert (4, "KeyError: 'LOCAL_RANK'") in _msgs(text)
+    quoted = "\n".join(f"> {m}" if m else ">" for m in ("Traceback (most recent call last):", "",
+                                                         '  File "t.py", line 9', "a", "b", "c"))
+    assert (3, 'File "t.py", line 9') in _msgs(quoted)
+
+
+GLUED = [
+    "[ERROR] AttributeErrorAttributeErrorAttributeError: 'NoneType' object has no attribute 'x'",
+    "    assert param.ds_status == ZeroParamStatus.AVAILABLE, param.ds_summary()AssertionError",
+    "AssertionError        assert param.ds_status == ZeroParamStatus.AVAILABLE",
+    "    AssertionErrorassert param.ds_status == ZeroParamStatus.AVAILABLE, param.ds_summ",
+]
+
+
+@pytest.mark.parametrize("form", ["", "[rank3]:", "host-3: ", "2024-01-01T12:00:00.123Z INFO "])
+@pytest.mark.parametrize("glued", GLUED)
+def test_exception_names_glued_by_interleaved_ranks_are_a_failure(glued, form, tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(form + t for t in ("loading shards", "step 1", glued)) + "\n")
+    assert diagnose_job([str(log)])["category"] == "unknown"
+
+
+@pytest.mark.parametrize("healthy", [
+    "Skipping ValueErrors in the sampler is enabled", "Caught ValueError in worker, retrying",
+    "raise ValueError(f'bad {x}')", "0 errors,  0 warnings", "ErrorHandler installed",
+])
+def test_exception_names_in_prose_are_not_glued(healthy, tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("loading shards\n" + healthy + "\nstep 1 loss 0.3\n")
+    assert diagnose_job([str(log)])["category"] == "none"
+
+
+def test_unknown_head_before_a_known_label_is_learned():
+    def known(t):
+        return t.startswith(("[rank", "2024-"))
+    assert learned_prefix([f"> [rank5]: {m}" for m in "abcdef"], known) == "> "
+    assert learned_prefix([f"  | 2024-11-28T07:42:14.{i}Z | x" for i in range(5)], known) == "  | "
+    assert learned_prefix([f"NCCL INFO {m} ring" for m in "abcdef"], known) is None  # words
+
+
+@pytest.mark.parametrize("form", ["[rank3]:", "host-3: ", "2024-01-01 12:00:00 | INFO | ",
+                                  "2024-01-01T12:00:00.123Z INFO ", "> ", "trainer-7 pytorch "])
+def test_a_cut_last_message_is_read_behind_a_bare_trailing_label(form, tmp_path):
+    # the paste ends in the label alone (the log's final newline, prefixed like every line)
+    lines = ['  File "/usr/lib/python3.10/site-packages/pydantic/main.py", line 164, in __init__',
+             "    __pydantic_self__.__pydantic_validator__.validate_python(data)",
+             "pydantic_core._pydantic_core.ValidationError: 1 validation error for DeepSpeedZeroCo",
+             ""]
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(form + t for t in lines))
+    assert diagnose_job([str(log)])["category"] == "config_field_error"
