@@ -136,7 +136,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             if len(paths) == 1:
                 raise InputError(reason) from None
             warnings.add("unreadable_file", f"{reason}; the job was diagnosed without it")
-    for hit in deferred.resolve(rules.rules, signals.last_lineno, collector.hits):
+    for hit in deferred.resolve(rules.rules, signals.last_lineno, collector.hits, index, budget):
         collector.add(hit)
     dumps = dump_files(paths)
     if dumps:

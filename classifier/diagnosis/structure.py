@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
 from classifier.diagnosis.match import Hit
+from classifier.diagnosis.raisesite import source_hits
 from classifier.diagnosis.traceback import TracebackCollector
 from classifier.diagnosis.trends import TrendHits
 
@@ -167,9 +168,11 @@ class DeferredHits:
         return False
 
     def resolve(self, rules: list["Rule"], last_lineno: dict[str, int],
-                hits: list[Hit] = ()) -> list[Hit]:
+                hits: list[Hit] = (), index=None, budget=None) -> list[Hit]:
         """The deferred hits that hold, plus the structure-only rules' hits on exceptions that
-        none of `hits` (the job's other hits) or the kept deferred ones points into."""
+        none of `hits` (the job's other hits) or the kept deferred ones points into, and (given
+        the job's keyword `index` and regex `budget`) the line rules' hits on messages read
+        back from raising statements (classifier.diagnosis.raisesite)."""
         records = self.tracebacks.finish()
         by_line = index_by_line(records)
         out = [h for h in self._pending if keep_hit(h, by_line)]
@@ -178,6 +181,9 @@ class DeferredHits:
             for line in hit.lines:
                 covered.setdefault(line.source, []).append(line.lineno)
         out += structure_hits(records, rules, covered)
+        if index is not None:
+            out += source_hits(records, index, budget,
+                               lambda raised: _explained(raised, covered), meets)
         out += self.trends.hits(last_lineno)
         return out
 

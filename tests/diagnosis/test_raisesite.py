@@ -1,0 +1,78 @@
+"""A message the paste lost, read back from the raise or assert statement that printed it."""
+
+import pytest
+
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.diagnosis.raisesite import raise_literal
+
+FRAMES = """\
+[2024-10-29 08:12:40,115] [INFO] [config.py:1003:print_user_config]   json = {"fp16": {"enabled": true}}
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/work/train.py", line 88, in <module>
+[rank0]:     engine, _, _, _ = deepspeed.initialize(model=model, config=args.deepspeed_config)
+[rank0]:   File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 309, in __init__
+[rank0]:     self._do_sanity_check()
+[rank0]:   File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 1080, in _do_sanity_check
+[rank0]:     raise ValueError("Type fp16 is not supported.")
+"""
+OP_BUILD = """\
+Traceback (most recent call last):
+  File "setup.py", line 120, in <module>
+    ext_modules.append(builder.builder())
+  File "/tmp/DeepSpeed/op_builder/builder.py", line 461, in builder
+    assert_no_cuda_mismatch()
+  File "/tmp/DeepSpeed/op_builder/builder.py", line 88, in assert_no_cuda_mismatch
+    cuda_major, cuda_minor = installed_cuda_version()
+  File "/tmp/DeepSpeed/op_builder/builder.py", line 40, in installed_cuda_version
+    assert cuda_home is not None, "CUDA_HOME does not exist, unable to compile CUDA op(s)"
+"""
+
+
+def _diagnose(tmp_path, text):
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    return diagnose_job([str(log)])
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('raise ValueError("Type fp16 is not supported.")', ("ValueError", "Type fp16 is not supported.")),
+    ("raise RuntimeError(f'CUDA error: {msg}',", ("RuntimeError", "CUDA error: {msg}")),
+    ('assert x is not None, "CUDA_HOME does not exist"', ("AssertionError", "CUDA_HOME does not exist")),
+    ('assert a == b, (', None),
+    ('raise ValueError(', None),            # the message sits on the next source line
+    ("raise err", None),
+    ("raise", None),
+    ('return ValueError("no")', None),
+    ('raise ValueError("say \\"hi\\" now")', ("ValueError", 'say "hi" now')),
+])
+def test_raise_literal(source, expected):
+    assert raise_literal(source) == expected
+
+
+def test_frames_that_end_on_the_raise_statement_are_diagnosed(tmp_path):
+    result = _diagnose(tmp_path, FRAMES)
+    assert result["category"] == "precision_conflict"
+    assert "raise_statement" in result["facts"] and "message_cut" in result["facts"]
+    # the evidence is the statement's line, not an invented one
+    assert any(e["line"] == 8 for e in result["evidence"])
+
+
+def test_an_exception_line_cut_inside_the_message(tmp_path):
+    result = _diagnose(tmp_path, FRAMES + "[rank0]: ValueError: Type fp\n")
+    assert result["category"] == "precision_conflict"
+
+
+def test_an_assert_statement_gives_its_message(tmp_path):
+    assert _diagnose(tmp_path, OP_BUILD)["category"] == "op_build_error"
+
+
+def test_a_whole_message_wins_over_the_statement(tmp_path):
+    # The message shown is not the statement's start: the statement is not read.
+    text = FRAMES + "[rank0]: ValueError: dataset shard 3 is empty\n"
+    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
+
+
+def test_a_statement_of_a_healthy_wording_stays_unexplained(tmp_path):
+    text = FRAMES.replace('raise ValueError("Type fp16 is not supported.")',
+                          'raise ValueError("label column missing from the csv")')
+    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
