@@ -126,7 +126,10 @@ def _loss_scale(s: _Series, ends_inside: bool) -> Hit | None:
     values = [v for _, v in s.recent]
     streak = 1
     for a, b in zip(values, values[1:]):
-        streak = streak + 1 if b < a else 1
+        # Several ranks each report the same reduction (and DeepSpeed's hysteresis repeats a
+        # scale): an equal value neither extends nor breaks the run.
+        if b != a:
+            streak = streak + 1 if b < a else 1
     last_hit, last_value = s.recent[-1]
     if not (s.min <= FLOOR or (ends_inside and streak >= STREAK and last_value <= LOW)):
         return None

@@ -90,6 +90,18 @@ def test_loss_scale_collapse_is_a_failure_and_a_recovery_is_not(tmp_path):
     assert _diagnose(tmp_path, start + steps)["category"] == "none"
 
 
+def test_a_halving_that_every_rank_reports_is_one_run_of_reductions(tmp_path):
+    # apex prints each reduction on every rank: 64, 64, 32, 32, ... is still a streak.
+    per_rank = "".join(f"[rank{r}]: Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale "
+                       f"to {2.0 ** k}\n" for k in range(10, 1, -1) for r in (0, 1))
+    d = _diagnose(tmp_path, "epoch 0 step 10 loss 3.1\n" + per_rank)
+    assert d["category"] == "fp16_overflow" and d["facts"]["last_scale"] == 4.0
+    # ... and the same reports that settle and training goes on are still a healthy start
+    settle = "".join(f"[rank{r}]: Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale "
+                     f"to {2.0 ** k}\n" for k in range(16, 12, -1) for r in (0, 1))
+    assert _diagnose(tmp_path, settle + _healthy_steps(60))["category"] == "none"
+
+
 def _healthy_steps(n, start=0):
     return "".join(f"{{'loss': {2 - i / 1000:.3f}, 'learning_rate': 2e-05, 'epoch': 0.{i % 100:02d}}}\n"
                    for i in range(start, start + n))
