@@ -12,6 +12,7 @@ never read: they are the held-out figure.
 
 import argparse
 import gzip
+import html
 import json
 import random
 import re
@@ -109,6 +110,26 @@ def tabs(text):
     return "\n".join(one(line) for line in _lines(text))
 
 
+def html_escaped(text):
+    """The log as a scraped web page's text holds it: `&quot;`, `&lt;`, `&gt;`, `&#39;`, `&amp;`."""
+    return html.escape(text, quote=True).replace("&#x27;", "&#39;")
+
+
+def nbsp(text):
+    """Every space a no-break space, as a browser's copy of a rendered page gives it."""
+    return text.replace(" ", "\u00a0")
+
+
+def curly_quotes(text):
+    """Straight quotes turned typographic, as chat tools and word processors do outside code."""
+    out = []
+    for line in _lines(text):
+        line = re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", line)
+        line = re.sub(r"(?<![\w.])'(?=\w)", "\u2018", line)   # opening: before a word
+        out.append(line.replace("'", "\u2019"))
+    return "\n".join(out)
+
+
 TRANSFORMS = {
     "wrap80": wrap(80),
     "wrap120": wrap(120),
@@ -127,6 +148,9 @@ TRANSFORMS = {
     "interleave": interleave,
     "no_blank": no_blank,
     "tabs": tabs,
+    "html_escaped": html_escaped,
+    "nbsp": nbsp,
+    "curly_quotes": curly_quotes,
 }
 
 
