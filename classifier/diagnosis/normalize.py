@@ -312,6 +312,21 @@ def unwrap(text: str) -> str:
     return text
 
 
+# What a copy out of a rendered page or a chat tool puts in place of plain characters: no-break
+# and other typographic spaces, zero-width marks, curly quotes. The rules read the plain ones.
+_WEB_CHARS = str.maketrans({
+    **dict.fromkeys(map(chr, (0xA0, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)), " "),
+    **dict.fromkeys(map(chr, (0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)), None),
+    **dict.fromkeys("\u2018\u2019\u201a\u2032", "'"),
+    **dict.fromkeys("\u201c\u201d\u201e\u2033", '"'),
+})
+
+
+def plain_chars(text: str) -> str:
+    """`text` with web-copy spaces, zero-width marks and curly quotes made plain."""
+    return text if text.isascii() else text.translate(_WEB_CHARS)
+
+
 _ESCAPED_TRACEBACK = re_compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
 
 
@@ -326,7 +341,7 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
     last_ts = None
     for raw in repaired(raw_lines, _known_label, RawLine):
         text = visible_text(raw.text)
-        msg, rank, task, host, ts = peel_prefixes(unwrap(text[:MATCH_LIMIT + 512]))
+        msg, rank, task, host, ts = peel_prefixes(plain_chars(unwrap(text[:MATCH_LIMIT + 512])))
         msg = msg[:MATCH_LIMIT]
         if ts is None:
             ts = last_ts
