@@ -130,6 +130,11 @@ def curly_quotes(text):
     return "\n".join(out)
 
 
+def truncate(width):
+    """Every line cut at `width` columns and the rest lost, as some log viewers show them."""
+    return lambda text: "\n".join(line[:width] for line in _lines(text))
+
+
 TRANSFORMS = {
     "wrap80": wrap(80),
     "wrap120": wrap(120),
@@ -151,6 +156,8 @@ TRANSFORMS = {
     "html_escaped": html_escaped,
     "nbsp": nbsp,
     "curly_quotes": curly_quotes,
+    "indent4": prefix(lambda i: "    "),
+    "truncate160": truncate(160),
 }
 
 

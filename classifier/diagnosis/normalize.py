@@ -238,7 +238,8 @@ def _prefixes_for(msg: str) -> tuple:
 def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, float | None]:
     """Split a visible line into (message, rank, task, host, timestamp); see the module docstring."""
     rank = task = host = ts = None
-    msg = text
+    # A paste indented as a markdown code block (or by a wrapper) still starts with its labels.
+    msg = text.lstrip() if text[:1] in (" ", "\t") else text
     for _ in range(6):
         before = msg
         m = _ISO_TS.match(msg) if msg[:1] in _TS_FIRST else None

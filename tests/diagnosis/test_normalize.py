@@ -65,6 +65,9 @@ NESTED = [
     ("3: KeyError: 'LOCAL_RANK'", "KeyError: 'LOCAL_RANK'", 3, None),
     # srun's label is always outermost: a bare `2: ` after a rank label is not a rank
     ("[rank4]: 2: something", "something", 4, None),
+    # a paste indented as a markdown code block keeps its labels
+    ("    [rank1]: KeyError: 'label_ids'", "KeyError: 'label_ids'", 1, None),
+    ("\t[default0]:[rank0]: ValueError: x", "ValueError: x", 0, 0),
 ]
 
 
