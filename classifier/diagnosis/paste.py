@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 LOOK_AHEAD = 2200       # lines read before deciding (the prefilter's head and tail together)
 MIN_WIDTH = 60          # terminals are wider; shorter equal lengths are chance
+TERMINAL_WIDTHS = (80, 100, 120, 132, 160, 200)
 MIN_WRAPPED = 3         # lines that must end exactly at the wrap column
 PREFIX_SAMPLE = 20      # non-blank lines a learned prefix must head, all of them
 MIN_PREFIX_LINES = 3
@@ -35,6 +36,7 @@ _ESCAPE = re_compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "/": "/", "0": "\0"}
 _DIGITS = re_compile(r"\d+")
 _LABEL_LIKE = re_compile(r"[\d>|#-]")
+_FRAME_END = re_compile(r'", line \d+, in [\w<>.]+$')
 _NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a box's right edge: a line ending in one is whole
 
 
@@ -112,7 +114,25 @@ def wrap_width(texts: list[str]) -> int | None:
     # a spike at the column: more lines end exactly there than at the 8 columns before it
     # together, per column, many times over
     near = len({t for t in texts if width - 8 <= len(t) < width})
-    return width if len(at) >= MIN_WRAPPED and len(at) > near / 4 else None
+    if len(at) >= MIN_WRAPPED and len(at) > near / 4:
+        return width
+    # Too few lines to tell by counting (a short paste, one message wrapped): a terminal's
+    # usual width, that no line passes and a line breaks off at inside a word, is taken.
+    if width in TERMINAL_WIDTHS and not near and any(
+            len(t) == width and _broken_in_word(t, after) for t, after in zip(texts, texts[1:])):
+        return width
+    return None
+
+
+def _broken_in_word(text: str, after: str) -> bool:
+    """A line that stops inside a word and a next line that goes on with it (`timeo` + `ut:`);
+    a whole frame head (`..., line 422, in save`) is a line of its own."""
+    a, b = text[-1:], after[:1]
+    # letters on both sides, or digits on both: `cpp:265` then `terminate` is two lines, and
+    # so is `compile` then `PyTorch` (a lower-case letter never wraps into a capital)
+    inside = (a.isalpha() and b.isalpha() and not (a.islower() and b.isupper())) or \
+        (a.isdigit() and b.isdigit())
+    return inside and _wrapped_at_end(text, after) and not _FRAME_END.search(text)
 
 
 def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None:

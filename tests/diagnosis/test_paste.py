@@ -74,6 +74,33 @@ def test_no_wrap_where_lines_only_share_a_length():
     assert wrap_width(["=" * 80, "a", "=" * 80, "b", "=" * 80]) is None
 
 
+def test_one_message_wrapped_in_a_short_paste_is_joined(tmp_path):
+    # Too few wrapped lines to count a column: a terminal's usual width, no line past it and a
+    # break inside a word decide.
+    watchdog = ("[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation "
+                "timeout: WorkNCCL(SeqNum=880, OpType=BROADCAST, NumelIn=1, NumelOut=1, "
+                "Timeout(ms)=1800000) ran for 1800648 milliseconds before timing out.")
+    text = TRANSFORMS["wrap80"]("Loading extension module cpu_adam...\n" + watchdog + "\n")
+    assert text.split("\n")[1].endswith("timeo")
+    log = tmp_path / "paste.log"
+    log.write_text(text)
+    assert diagnose_job([str(log)])["category"] == "nccl_timeout"
+    assert (2, watchdog) in _msgs(text)
+
+
+@pytest.mark.parametrize("lines", [
+    # the longest line is 120 long by chance and ends in a number / a frame head / a word
+    ["RuntimeError: cuda runtime error (39) : uncorrectable ECC error at /x/THCCachingAllocator.cpp:265".ljust(117, "/") + ":26",
+     "terminate called without an active exception"],
+    ['  File "/opt/conda/lib/python3.9/site-packages/torch/serialization.py", line 309, in '.ljust(114, "_") + "writer",
+     "    super().__init__(torch._C.PyTorchFileWriter(str(name)))"],
+    ["The detected CUDA version (12.1) mismatches the version that was used to compile",
+     "PyTorch (11.8). Please make sure to use the same CUDA versions."],
+])
+def test_a_line_of_a_usual_width_by_chance_is_not_a_wrap(lines):
+    assert wrap_width(lines + ["done"]) is None
+
+
 @pytest.mark.parametrize("text, lines", [
     ('{"log": "Traceback (most recent call last):\\n  File \\"a.py\\", line 3\\nKeyError: '
      '\'RANK\'\\n", "stream": "stderr"}',
