@@ -33,7 +33,7 @@ def _load() -> dict:
     global _table
     if _table is None:
         from classifier.rules.cache import read_cached
-        data = read_cached(KIND, _key())
+        data = read_cached(KIND, _key(), binary=True)
         _table = data if isinstance(data, dict) else {}
     return _table
 
@@ -93,4 +93,4 @@ def save() -> bool:
     from classifier.rules.cache import write_cached
     merged = {**_load(), **_new}
     _new.clear()
-    return write_cached(KIND, _key(), merged)
+    return write_cached(KIND, _key(), merged, binary=True)

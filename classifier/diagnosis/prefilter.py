@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from classifier.diagnosis.decode import decode_whole
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 from classifier.diagnosis.storms import KEEP as STORM_KEEP, Storms
@@ -99,10 +100,25 @@ class _Selector:
         # for one (a small log, most of triage's, pays nothing for storms).
         short = len(lines) <= STORM_KEEP + TAIL
         self.tail_from = self.base + (1 if short else len(lines) - TAIL + 1)
-        for lineno, data in enumerate(lines, self.base + 1):
-            line = self._line(lineno, data)
-            if line is not None:
-                yield line
+        texts = decode_whole(chunk, lines, self.warnings)
+        if texts is None:
+            for lineno, data in enumerate(lines, self.base + 1):
+                line = self._line(lineno, data)
+                if line is not None:
+                    yield line
+            return
+        # _line's work with the text decoded at once: no line is over MAX_LINE.
+        source, storms, tail_from = self.source, self.storms, self.tail_from
+        for lineno, data, text in zip(range(self.base + 1, self.base + 1 + len(lines)), lines, texts):
+            if lineno < tail_from:
+                if not storms.keep(data, lineno):
+                    self.emitted = lineno
+                    continue
+            elif storms.pending:
+                storms.claim(data, lineno)
+            self.emitted = lineno
+            self.budget -= 1
+            yield RawLine(source, lineno, text)
 
     def chunk(self, chunk, found, last=False, total=None):
         """Yield the selected RawLines of a chunk that ends with a newline.

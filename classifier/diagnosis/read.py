@@ -296,10 +296,9 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
         if kind == "zstd":
             stream = _Zstd(stream, display_name(path))
         elif kind == "gzip":
-            import gzip
-            import zlib
-            stream = gzip.GzipFile(fileobj=stream)
-            stream_errors += (zlib.error,)
+            from classifier.diagnosis.inflate import STREAM_ERRORS, gzip_reader
+            stream = gzip_reader(stream)
+            stream_errors += STREAM_ERRORS
         elif kind == "bz2":
             import bz2
             stream = bz2.BZ2File(stream)

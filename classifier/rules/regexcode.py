@@ -76,7 +76,7 @@ def keep(key: str, patterns) -> None:
     """Record `patterns`' code for the rule set `key`, store it, and use it in this process."""
     from classifier.rules.cache import write_cached
     table = record(patterns)
-    write_cached(KIND, key, table)
+    write_cached(KIND, key, table, binary=True)
     use(key, table)
 
 
@@ -98,7 +98,7 @@ def compile(pattern: str) -> "regex.Pattern":
     global _TABLE
     if _TABLE is None:
         from classifier.rules.cache import read_cached
-        cached = read_cached(KIND, _KEY) if _KEY else None
+        cached = read_cached(KIND, _KEY, binary=True) if _KEY else None
         _TABLE = cached if isinstance(cached, dict) else {}
     entry = _TABLE.get(pattern)
     if entry is not None:
