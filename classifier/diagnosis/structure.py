@@ -12,6 +12,10 @@ A rule's optional `structure:` block holds conditions on one exception (classifi
                    standard library (`file:function code line`)
   not_called_from  regexes; none may match those frames (a dataset reader, not the config loader)
   source           regex searched in the frames' source lines (`os\\.environ\\[`)
+  config_loader    regexes; where the exception has frames outside the standard library, one
+                   of them (`file:function code line`) must match, unless the job's own lines
+                   show a distributed training run (a script that loads its config itself):
+                   a decode error in a game's or a server's settings file is not ds_config
   message          regex searched in the message; its named groups become facts
   cut              true: only a traceback that stops before its message (what the frames
                    prove only when no message says otherwise)
@@ -35,6 +39,9 @@ if TYPE_CHECKING:
     from classifier.diagnosis.traceback import Frame, Raised
     from classifier.rules.model import Rule
 
+# A line that only a distributed training run prints: DeepSpeed's name, a launcher's, a rank's.
+_TRAINING_RUN = re_compile(r"(?i)deepspeed|torchrun|torch\.distributed|accelerate|local_rank|"
+                           r"\bnccl\b|world_size|\[rank\d")
 CALLERS = 3         # innermost frames (outside the standard library) that count as the caller
 MAX_PENDING = 4096  # pattern hits awaiting their structure check, per job
 
@@ -57,8 +64,10 @@ def raised_in(frames: list["Frame"]) -> "Frame | None":
     return frames[-1] if frames else None
 
 
-def meets(structure: dict, raised: "Raised") -> dict | None:
-    """The facts the conditions yield if `raised` meets all of them, else None."""
+def meets(structure: dict, raised: "Raised", training_job: bool = True) -> dict | None:
+    """The facts the conditions yield if `raised` meets all of them, else None.
+
+    `training_job`: the job's lines show a distributed training run (see `config_loader`)."""
     frames = _frames(raised)
     facts = {}
     if "cut" in structure and raised.cut != structure["cut"]:
@@ -85,6 +94,10 @@ def meets(structure: dict, raised: "Raised") -> dict | None:
     for pattern in structure.get("not_called_from", ()):
         if any(pattern.search(c) for c in callers):
             return None
+    if "config_loader" in structure and not training_job and own is not frames:
+        mine = [f"{f.where} {f.source}" for f in own]
+        if not any(p.search(c) for p in structure["config_loader"] for c in mine):
+            return None
     if "source" in structure:
         if not any(structure["source"].search(f.source) for f in frames):
             return None
@@ -105,7 +118,8 @@ def _explained(raised: "Raised", covered: dict[str, list[int]]) -> bool:
 
 
 def structure_hits(records: list["Raised"], rules: list["Rule"],
-                   covered: dict[str, list[int]] | None = None) -> list[Hit]:
+                   covered: dict[str, list[int]] | None = None,
+                   training_job: bool = True) -> list[Hit]:
     """Hits of the structure-only rules (no patterns) on a job's exceptions.
 
     They are the fallback for what the message lines do not say: an exception that a pattern
@@ -119,13 +133,13 @@ def structure_hits(records: list["Raised"], rules: list["Rule"],
         for raised in records:
             if _explained(raised, covered):
                 continue
-            facts = meets(rule.structure, raised)
+            facts = meets(rule.structure, raised, training_job)
             if facts is not None:
                 hits.append(Hit(rule, [raised.anchor], facts))
     return hits
 
 
-def keep_hit(hit: Hit, by_line: dict) -> bool:
+def keep_hit(hit: Hit, by_line: dict, training_job: bool = True) -> bool:
     """Does a pattern hit of a rule with a structure block meet it on its exception?"""
     structure = hit.rule.structure
     if structure is None:
@@ -133,9 +147,9 @@ def keep_hit(hit: Hit, by_line: dict) -> bool:
     for line in hit.lines:
         raised = by_line.get((line.source, line.lineno))
         if raised is not None:
-            return meets(structure, raised) is not None
+            return meets(structure, raised, training_job) is not None
     # No traceback around the matched line: only exclusions could be checked, and none failed.
-    return set(structure) <= {"not_called_from"}
+    return set(structure) <= {"not_called_from", "config_loader"}
 
 
 def index_by_line(records: list["Raised"]) -> dict:
@@ -151,10 +165,13 @@ class DeferredHits:
         self.tracebacks = TracebackCollector()
         self.trends = TrendHits()
         self._pending: list[Hit] = []
+        self.training_job = False  # a rank label or a launcher / DeepSpeed line was seen
 
     def feed(self, line: "Line") -> None:
         """See one normalised line (builds the job's tracebacks)."""
         self.tracebacks.feed(line)
+        if not self.training_job and (line.rank is not None or _TRAINING_RUN.search(line.gist)):
+            self.training_job = True
 
     def offer(self, hit: Hit) -> bool:
         """Keep a hit that can only be judged at the end; False when it stands on its own."""
@@ -175,15 +192,16 @@ class DeferredHits:
         back from raising statements (classifier.diagnosis.raisesite)."""
         records = self.tracebacks.finish()
         by_line = index_by_line(records)
-        out = [h for h in self._pending if keep_hit(h, by_line)]
+        out = [h for h in self._pending if keep_hit(h, by_line, self.training_job)]
         covered: dict[str, list[int]] = {}
         for hit in list(hits) + out:
             for line in hit.lines:
                 covered.setdefault(line.source, []).append(line.lineno)
-        out += structure_hits(records, rules, covered)
+        out += structure_hits(records, rules, covered, self.training_job)
         if index is not None:
             out += source_hits(records, index, budget,
-                               lambda raised: _explained(raised, covered), meets)
+                               lambda raised: _explained(raised, covered),
+                               lambda structure, raised: meets(structure, raised, self.training_job))
         out += self.trends.hits(last_lineno)
         return out
 

@@ -18,9 +18,9 @@ def hits_for_text(text: str, rules: "RuleSet") -> list["Hit"]:
     raw = (RawLine("<example>", i, t) for i, t in enumerate(text.splitlines(), 1))
     deferred = DeferredHits()
     last = {"<example>": len(text.splitlines())}
-    hits = [h for h in scan(normalize(raw), rules.keyword_index(), deferred.feed)
-            if not deferred.offer(h)]
-    return hits + deferred.resolve(rules.rules, last, hits)
+    index = rules.keyword_index()
+    hits = [h for h in scan(normalize(raw), index, deferred.feed) if not deferred.offer(h)]
+    return hits + deferred.resolve(rules.rules, last, hits, index)
 
 
 def example_cases(rules: "RuleSet") -> Iterator[tuple[str, "Rule", str, str, dict[str, Any]]]:

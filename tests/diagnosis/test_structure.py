@@ -41,6 +41,26 @@ def test_the_same_decode_error_is_config_or_data_by_its_caller(tmp_path):
     assert "utils.py:jload" in data["remediation"][0] and "not by the DeepSpeed config" in data["remediation"][0]
 
 
+def test_a_settings_file_outside_a_training_run_is_not_the_deepspeed_config(tmp_path):
+    app = """\
+Traceback (most recent call last):
+  File "/srv/app/server.py", line 212, in <module>
+    server = start_server(args.port)
+  File "/srv/app/server.py", line 120, in start_server
+    settings = load_settings()
+  File "/srv/app/settings.py", line 35, in load_settings
+    return json.load(f)
+  File "/usr/lib/python3.10/json/decoder.py", line 340, in decode
+    raise JSONDecodeError("Extra data", s, end)
+json.decoder.JSONDecodeError: Extra data: line 2 column 1 (char 1108)
+"""
+    assert _diagnose(tmp_path, app)["category"] == "unknown"
+    # the same frames in a DeepSpeed run: a script that reads its own config is read as ds_config
+    launched = ("[2024-03-01 10:00:00,000] [INFO] [launch.py:256:main] process 311 spawned with "
+                "command: ['/usr/bin/python', '-u', 'train.py', '--local_rank=0']\n")
+    assert _diagnose(tmp_path, launched + app)["category"] == "config_json_syntax"
+
+
 def test_frames_alone_decide_and_the_diagnosis_says_so(tmp_path):
     text = """\
 [rank1]: Traceback (most recent call last):
