@@ -6,6 +6,7 @@ A rule's optional `structure:` block holds conditions on one exception (classifi
   exception        regex searched in the exception's type (`JSONDecodeError`)
   raised_in        regexes; one must match `file:function` of the innermost frame outside the
                    standard library
+  raised_source    regex searched in the code line of the `raised_in` frame (with raised_in)
   innermost        regex on `file:function` of the innermost frame, standard library included
                    (`os.py:__getitem__`: the paste stopped inside the lookup itself)
   called_from      regexes; each must match one of the innermost CALLERS frames outside the
@@ -78,6 +79,8 @@ def meets(structure: dict, raised: "Raised", training_job: bool = True) -> dict 
     if "raised_in" in structure:
         found = raised_in(frames)
         if found is None or not any(p.search(found.where) for p in structure["raised_in"]):
+            return None
+        if "raised_source" in structure and not structure["raised_source"].search(found.source):
             return None
         facts["raised_in"] = f"{found.file.rsplit('/', 1)[-1]}:{found.func}"
     if "innermost" in structure:
