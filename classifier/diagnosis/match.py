@@ -357,12 +357,12 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
         yield from process(i)
     # The last line with a message: a paste often ends in a bare label (`[rank3]:`, `> `).
-    final = next((line for line in reversed(buf) if line.msg), None)
-    if final is not None:
-        yield from _cut_at_end(final, index, seen, budget)
+    at = next((i for i in range(len(buf) - 1, -1, -1) if buf[i].msg), None)
+    if at is not None:
+        yield from _cut_at_end(buf, at, index, seen, budget)
 
 
-def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
+def _cut_at_end(buf: deque, at: int, index: KeywordIndex, seen: set,
                 budget: RegexBudget) -> Iterator[Hit]:
     """Hits on the input's very last line when it stops mid-message.
 
@@ -371,6 +371,7 @@ def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
     match) counts there, and only there, when it covers at least MIN_CUT characters. The
     values captured up to the cut are kept except the one the cut may have shortened.
     """
+    line = buf[at]
     # A cut stops inside a word: a line ending in a number, punctuation or a separator may
     # well be complete.
     if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalpha():
@@ -385,6 +386,8 @@ def _cut_at_end(line: "Line", index: KeywordIndex, seen: set,
                 continue
             if m.end() != len(line.msg) or (rule.exclude and _excluded(rule, line.msg, budget)):
                 continue
+            if rule.context and not _has_context(rule, buf, at, budget):
+                continue  # a cut line needs the context a whole one does
             facts = {k: v.strip() for k, v in m.groupdict().items()
                      if v and v.strip() and m.end(k) < m.end()}
             facts["message_cut"] = "the log ends in the middle of this message"

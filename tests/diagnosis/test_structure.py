@@ -97,6 +97,18 @@ def test_a_line_cut_at_the_end_of_the_paste_still_names_the_failure(tmp_path):
     assert middle["category"] == "none"
 
 
+def test_a_cut_line_needs_the_context_a_whole_one_does(tmp_path):
+    # config_field_error.auto_compared_as_number holds only under DeepSpeed's config frames
+    cut = "TypeError: '>' not supported between instances of 'str' and 'in"
+    user = '  File "/work/model.py", line 88, in forward\n    if seq_len > self.max_len:\n'
+    assert _diagnose(tmp_path, "Traceback (most recent call last):\n" + user + cut)["category"] \
+        in ("unknown", "none")
+    config = ('  File "/x/deepspeed/runtime/config.py", line 930, in _batch_assertion\n'
+              '    assert (train_batch > 0), "Train batch size has to be greater than 0"\n')
+    d = _diagnose(tmp_path, "Traceback (most recent call last):\n" + config + cut)
+    assert d["category"] == "config_field_error" and "message_cut" in d["facts"]
+
+
 def test_loss_scale_collapse_is_a_failure_and_a_recovery_is_not(tmp_path):
     halving = "".join(f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2 ** (k + 1)}, "
                       f"reducing to {2 ** k}\n" for k in range(12, -1, -1))
