@@ -118,10 +118,16 @@ def group_by_category(hits: Iterable["Hit"],
     return list(groups.items())
 
 
+# How one hit was read (its message cut, the frame it was raised in, the statement its message
+# came from), not a value of the failure: only the first hit's count.
+OWN_FACTS = frozenset({"message_cut", "raised_in", "raise_statement"})
+
+
 def merged_facts(hits: Iterable["Hit"]) -> dict[str, str]:
     """Merge the captured values of several hits; the first hit's value wins."""
     facts = {}
-    for hit in hits:
+    for i, hit in enumerate(hits):
         for key, value in hit.facts.items():
-            facts.setdefault(key, value)
+            if i == 0 or key not in OWN_FACTS:
+                facts.setdefault(key, value)
     return facts

@@ -163,3 +163,14 @@ def test_tasks_killed_after_a_scheduler_cancel_are_its_echo(tmp_path):
              "srun: error: gpu-a06: task 1: Exited with exit code 137"]
     _, d = diagnose_json(_write(tmp_path, "job.log", lines))
     assert d["category"] == "job_cancelled"
+
+
+def test_how_a_later_hit_was_read_does_not_mark_the_winner():
+    # a cut symptom of the same category must not make the whole message look cut
+    from types import SimpleNamespace
+    from classifier.diagnosis.rootcause import merged_facts
+    whole = SimpleNamespace(facts={"device": "3"})
+    cut = SimpleNamespace(facts={"device": "5", "ordinal": "9", "message_cut": "cut",
+                                 "raised_in": "x.py:f"})
+    assert merged_facts([whole, cut]) == {"device": "3", "ordinal": "9"}
+    assert merged_facts([cut, whole])["message_cut"] == "cut"
