@@ -313,18 +313,17 @@ def unwrap(text: str) -> str:
     return text
 
 
-# What a copy out of a rendered page or a chat tool puts in place of plain characters: no-break
-# and other typographic spaces, zero-width marks, curly quotes. The rules read the plain ones.
+# What a copy out of a rendered page puts in place of plain characters: no-break and other
+# typographic spaces, zero-width marks. The rules read the plain ones. (Curly quotes stay: the
+# prefilter selects raw lines by their straight-quoted frames, and must see what rules see.)
 _WEB_CHARS = str.maketrans({
     **dict.fromkeys(map(chr, (0xA0, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)), " "),
     **dict.fromkeys(map(chr, (0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)), None),
-    **dict.fromkeys("\u2018\u2019\u201a\u2032", "'"),
-    **dict.fromkeys("\u201c\u201d\u201e\u2033", '"'),
 })
 
 
 def plain_chars(text: str) -> str:
-    """`text` with web-copy spaces, zero-width marks and curly quotes made plain."""
+    """`text` with web-copy spaces and zero-width marks made plain."""
     return text if text.isascii() else text.translate(_WEB_CHARS)
 
 
