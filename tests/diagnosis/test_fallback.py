@@ -100,15 +100,16 @@ def test_calibration_stays_silent_unless_it_helps_on_groups_it_did_not_calibrate
         reaches += [False, False, False, True]
         groups += [f"repo{g}"] * 4
     oof = [("gpu_oom", 0.9)] * len(labels)
-    assert calibrate([oof], labels, reaches, groups) == {"gpu_oom": 0.5}
+    # The lowest clean threshold (0.5) and SAFETY_STEPS grid steps above it.
+    assert calibrate([oof], labels, reaches, groups) == {"gpu_oom": 0.65}
     # A tenth repository's three failures no rule explains are unknown, and the model names
-    # them gpu_oom at 0.6. A threshold set on them (0.65) would hide them; set without their
-    # repository it is 0.5, they are false alarms, and the model stays silent.
+    # them gpu_oom at 0.7. A threshold set on them (0.75, then 0.9) would hide them; set without
+    # their repository it is 0.65, they are false alarms, and the model stays silent.
     labels += ["unknown"] * 3
     reaches += [True] * 3
     groups += ["repo9"] * 3
-    oof += [("gpu_oom", 0.6)] * 3
-    assert class_thresholds([oof], labels) == {"gpu_oom": 0.65}
+    oof += [("gpu_oom", 0.7)] * 3
+    assert class_thresholds([oof], labels) == {"gpu_oom": 0.9}
     assert calibrate([oof], labels, reaches, groups) == {}
 
 
