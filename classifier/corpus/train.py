@@ -49,9 +49,10 @@ SAFETY_STEPS = 3
 # Then the check where the model is really asked (failures no rule explains), with thresholds
 # set without the case's own group (`nested_check`): its answers there must be right
 # MIN_PRECISION of the time, and right answers must beat wrong ones plus false alarms by MIN_NET
-# per shuffling; else it stays silent.
+# per shuffling; else it stays silent. The margin is one answer a shuffling: how folds fall moves
+# the right count by a few (12 then 9 right, 0 wrong, on corpora 31 dev cases apart).
 MIN_PRECISION = 0.90
-MIN_NET = 2
+MIN_NET = 1
 
 
 @overload
