@@ -45,6 +45,9 @@ def test_each_segment_holds_its_baseline(scores, baseline, segment):
     assert got["accuracy"] >= want["accuracy"], misses
     assert got["false_alarm_rate"] <= want["false_alarm_rate"], misses
     assert got["evidence_hit_rate"] >= want["evidence_hit_rate"]
+    if "high_accuracy" in want:  # the judged figure: high-confidence labels only
+        assert got["high_cases"] >= want["high_cases"], f"{segment}: high-confidence cases were removed"
+        assert got["high_accuracy"] >= want["high_accuracy"], misses
     if "culprit_accuracy" in want:
         assert got["culprit_accuracy"] >= want["culprit_accuracy"], scores["culprit_misses"]
         assert got["culprit_wrong_host"] <= want["culprit_wrong_host"], scores["culprit_misses"]
