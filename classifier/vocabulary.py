@@ -71,6 +71,10 @@ OTHER_FAILURE_TERMS = (
     # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread
     Term(r"Assertion [`'][^`']+[`'] failed", ("assertion",), raw="Assertion"),
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
+    # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception:
+    # `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress: ...`, `CUDA error: out of memory`.
+    Term(r"\bCUDA error\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"),
+         raw=r"CUDA error|cudaError[A-Z]"),
     Term(r"Segmentation fault", ("segmentation fault",), raw="Segmentation fault"),
     Term(r"core dumped", ("core dumped",), raw="core dumped"),
     Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),

@@ -95,6 +95,21 @@ def test_healthy_log_is_none():
     assert (code, d["category"], d["evidence"], d["secondary"]) == (1, "none", [], [])
 
 
+def test_a_cuda_call_failing_in_application_code_is_a_failure_not_a_healthy_log(tmp_path):
+    # C++/CUDA code logs its failed calls in its own words; Windows consoles show ESC as `←`.
+    lines = ["[02:36:35.100] ←[32m[info]←[0m trainer.cpp:88  step 12 done",
+             "[02:36:35.129] ←[31m[error]←[0m tensor.cpp:1458  CUDA error at D:\\src\\tensor.cpp:1458"
+             " - cudaErrorIllegalAddress: an illegal memory access was encoun"]
+    code, d = diagnose_json(_write(tmp_path, "app.log", lines))
+    assert (code, d["category"]) == (1, "unknown")
+    assert d["evidence"][0]["line"] == 2
+    # Healthy lines that only talk about CUDA errors stay healthy.
+    ok = ["[INFO] tip: set CUDA_LAUNCH_BLOCKING=1 when debugging CUDA errors",
+          "[INFO] step=1, loss=2.1", "[INFO] step=2, loss=2.0"]
+    code, d = diagnose_json(_write(tmp_path, "ok.log", ok))
+    assert (code, d["category"]) == (1, "none")
+
+
 def test_weak_symptom_yields_to_an_unexplained_exception(tmp_path):
     retry = ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [node0]:29500 "
              "(errno: 111 - Connection refused).")
