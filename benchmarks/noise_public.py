@@ -25,6 +25,8 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--split", choices=("dev", "test", "all"), default="all")
     p.add_argument("--lines", type=int, default=20000)
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list the dev cases whose category the noise changes (test cases never)")
     args = p.parse_args()
     noise = "\n".join(healthy_lines(args.lines)) + "\n"
     rows = {}
@@ -39,6 +41,8 @@ def main() -> int:
             loud = diagnose_job([str(noisy)])["category"]
             row = rows.setdefault(meta["split"], {"n": 0, "plain": 0, "noisy": 0, "quiet": 0,
                                                   "fa_plain": 0, "fa_noisy": 0})
+            if args.verbose and plain != loud and meta["split"] == "dev":
+                print(f"  dev {log}: {meta['label']}: {plain} -> {loud}", flush=True)
             row["n"] += 1
             row["plain"] += plain == meta["label"]
             row["noisy"] += loud == meta["label"]
