@@ -13,10 +13,12 @@ A rule's optional `structure:` block holds conditions on one exception (classifi
                    standard library (`file:function code line`)
   not_called_from  regexes; none may match those frames (a dataset reader, not the config loader)
   source           regex searched in the frames' source lines (`os\\.environ\\[`)
-  config_loader    regexes; where the exception has frames outside the standard library, one
-                   of them (`file:function code line`) must match, unless the job's own lines
-                   show a distributed training run (a script that loads its config itself):
-                   a decode error in a game's or a server's settings file is not ds_config
+  config_loader    regexes; one of the frames outside the standard library (`file:function
+                   code line`) or the exception line itself must match; with no such frames
+                   (a lone line), a distributed training run in the job's lines will do: a
+                   decode error in a game's or a server's settings file is not ds_config
+  config_reader    regexes that count as `config_loader` only inside a training run (a
+                   script's own `config = json.load(f)`)
   message          regex searched in the message; its named groups become facts
   cut              true: only a traceback that stops before its message (what the frames
                    prove only when no message says otherwise)
@@ -97,9 +99,13 @@ def meets(structure: dict, raised: "Raised", training_job: bool = True) -> dict 
     for pattern in structure.get("not_called_from", ()):
         if any(pattern.search(c) for c in callers):
             return None
-    if "config_loader" in structure and not training_job and own is not frames:
-        mine = [f"{f.where} {f.source}" for f in own]
-        if not any(p.search(c) for p in structure["config_loader"] for c in mine):
+    # Frames of the program's own code decide whether a config loader read the file; only
+    # without them (a lone line, or the standard library's frames alone) does a training run
+    # in the log stand in, since every line of a big job's log says it trains.
+    if "config_loader" in structure and (own is not frames or not training_job):
+        mine = [f"{f.where} {f.source}" for f in own] + [raised.line.msg if raised.line else ""]
+        readers = structure.get("config_reader", ()) if training_job else ()
+        if not any(p.search(c) for p in structure["config_loader"] + readers for c in mine):
             return None
     if "source" in structure:
         if not any(structure["source"].search(f.source) for f in frames):
@@ -151,8 +157,14 @@ def keep_hit(hit: Hit, by_line: dict, training_job: bool = True) -> bool:
         raised = by_line.get((line.source, line.lineno))
         if raised is not None:
             return meets(structure, raised, training_job) is not None
-    # No traceback around the matched line: only exclusions could be checked, and none failed.
-    return set(structure) <= {"not_called_from", "config_loader"}
+    # No traceback around the matched line: only exclusions could be checked, and none failed;
+    # a lone decode error says ds_config only inside a training job or in the loader's own
+    # words (hjson, which only DeepSpeed's config reader uses).
+    if set(structure) <= {"not_called_from"}:
+        return True
+    if not set(structure) <= {"not_called_from", "config_loader", "config_reader"}:
+        return False
+    return training_job or any(p.search(line.msg) for p in structure["config_loader"] for line in hit.lines)
 
 
 def index_by_line(records: list["Raised"]) -> dict:

@@ -55,10 +55,27 @@ Traceback (most recent call last):
 json.decoder.JSONDecodeError: Extra data: line 2 column 1 (char 1108)
 """
     assert _diagnose(tmp_path, app)["category"] == "unknown"
-    # the same frames in a DeepSpeed run: a script that reads its own config is read as ds_config
+    # A training run's lines around it do not make a settings reader the config loader (a big
+    # job's log always shows one) ...
     launched = ("[2024-03-01 10:00:00,000] [INFO] [launch.py:256:main] process 311 spawned with "
                 "command: ['/usr/bin/python', '-u', 'train.py', '--local_rank=0']\n")
-    assert _diagnose(tmp_path, launched + app)["category"] == "config_json_syntax"
+    assert _diagnose(tmp_path, launched + app)["category"] == "unknown"
+    # ... but in a training run, a script reading its own config is read as ds_config.
+    own = app.replace("return json.load(f)", "config = json.load(f)")
+    assert _diagnose(tmp_path, launched + own)["category"] == "config_json_syntax"
+    assert _diagnose(tmp_path, own)["category"] == "unknown"
+
+
+def test_a_lone_decode_error_is_the_config_only_in_a_training_job_or_in_hjson_words(tmp_path):
+    lone = "json.decoder.JSONDecodeError: Expecting ',' delimiter: line 14 column 9 (char 331)\n"
+    assert _diagnose(tmp_path, lone)["category"] == "unknown"
+    assert _diagnose(tmp_path, "[rank3]: " + lone)["category"] == "config_json_syntax"
+    hjson = "hjson.scanner.HjsonDecodeError: Expecting ':' delimiter: line 7 column 19 (char 164)\n"
+    assert _diagnose(tmp_path, hjson)["category"] == "config_json_syntax"
+    # only the standard library's frames above it: still nothing says which file it was
+    framed = ('Traceback (most recent call last):\n  File "/usr/lib/python3.10/json/__init__.py", '
+              'line 346, in loads\n    return _default_decoder.decode(s)\n' + lone)
+    assert _diagnose(tmp_path, framed)["category"] == "unknown"
 
 
 def test_frames_alone_decide_and_the_diagnosis_says_so(tmp_path):
