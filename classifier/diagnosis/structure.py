@@ -17,8 +17,6 @@ A rule's optional `structure:` block holds conditions on one exception (classifi
                    code line`) or the exception line itself must match; with no such frames
                    (a lone line), a distributed training run in the job's lines will do: a
                    decode error in a game's or a server's settings file is not ds_config
-  config_reader    regexes that count as `config_loader` only inside a training run (a
-                   script's own `config = json.load(f)`)
   message          regex searched in the message; its named groups become facts
   cut              true: only a traceback that stops before its message (what the frames
                    prove only when no message says otherwise)
@@ -104,8 +102,7 @@ def meets(structure: dict, raised: "Raised", training_job: bool = True) -> dict 
     # in the log stand in, since every line of a big job's log says it trains.
     if "config_loader" in structure and (own is not frames or not training_job):
         mine = [f"{f.where} {f.source}" for f in own] + [raised.line.msg if raised.line else ""]
-        readers = structure.get("config_reader", ()) if training_job else ()
-        if not any(p.search(c) for p in structure["config_loader"] + readers for c in mine):
+        if not any(p.search(c) for p in structure["config_loader"] for c in mine):
             return None
     if "source" in structure:
         if not any(structure["source"].search(f.source) for f in frames):
@@ -162,7 +159,7 @@ def keep_hit(hit: Hit, by_line: dict, training_job: bool = True) -> bool:
     # words (hjson, which only DeepSpeed's config reader uses).
     if set(structure) <= {"not_called_from"}:
         return True
-    if not set(structure) <= {"not_called_from", "config_loader", "config_reader"}:
+    if not set(structure) <= {"not_called_from", "config_loader"}:
         return False
     return training_job or any(p.search(line.msg) for p in structure["config_loader"] for line in hit.lines)
 

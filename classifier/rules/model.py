@@ -135,7 +135,7 @@ def file_examples(path: str) -> dict[str, Any]:
     return _FILE_EXAMPLES[path]
 
 
-STRUCTURE_LISTS = ("raised_in", "called_from", "not_called_from", "config_loader", "config_reader")
+STRUCTURE_LISTS = ("raised_in", "called_from", "not_called_from", "config_loader")
 STRUCTURE_ONE = ("exception", "innermost", "source", "raised_source", "message")
 STRUCTURE_FLAGS = ("cut",)
 

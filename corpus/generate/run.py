@@ -71,11 +71,12 @@ SCENARIOS = []
 
 
 def scenario(name, category, family, cmd, signature, expect="fail", env=None, setup=(),
-             timeout=DEFAULT_TIMEOUT, note="", evidence=None, xfail="", culprit=None):
+             timeout=DEFAULT_TIMEOUT, note="", evidence=None, xfail="", culprit=None,
+             label_reason="", keep=(), form=""):
     SCENARIOS.append(dict(name=name, category=category, family=family, cmd=cmd,
                           signature=signature, expect=expect, env=env or {}, setup=tuple(setup),
                           timeout=timeout, note=note, evidence=evidence, xfail=xfail,
-                          culprit=culprit))
+                          culprit=culprit, label_reason=label_reason, keep=tuple(keep), form=form))
 
 
 # Two fake nodes of two ranks each: DeepSpeed's own per-node launcher (launcher/launch.py, what
@@ -438,6 +439,11 @@ def setup_nocxx_path(ctx):
 SETUPS = {"listen_port": setup_listen_port, "tmpfs": setup_tmpfs, "cext": setup_cext,
           "fresh_ext": setup_fresh_ext, "nocxx_path": setup_nocxx_path}
 
+# More launch forms and failure kinds live in forms.py (this module is long enough already).
+import forms  # noqa: E402
+
+forms.register(scenario, DS, TR, ds_train, two_ranks)
+
 
 # --------------------------------------------------------------------------- running
 def versions(py):
@@ -549,6 +555,8 @@ def run_one(sc, py, vers, out_root, keep_failed):
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        kept = [p for g in sc["keep"] for p in sorted(work.glob(g)) if p.is_file()]
+        kept = {str(p.relative_to(work)): p.read_bytes() for p in kept}
     elapsed = time.time() - t0
     data = log_path_tmp.read_bytes()
     lines = data.decode("utf-8", errors="replace").split("\n")
@@ -586,6 +594,11 @@ def run_one(sc, py, vers, out_root, keep_failed):
         dest = Path(keep_failed) / sc["category"]
     dest.mkdir(parents=True, exist_ok=True)
     (dest / f"{sc['name']}.log").write_bytes(data)
+    if kept:  # per-rank files the launch wrote beside the console log (`keep` globs under {work})
+        shutil.rmtree(dest / f"{sc['name']}.ranks", ignore_errors=True)
+        for rel, blob in kept.items():
+            (dest / f"{sc['name']}.ranks" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / f"{sc['name']}.ranks" / rel).write_bytes(blob)
     meta = [
         f"label: {sc['category']}",
         f"evidence_lines: [{', '.join(str(n) for n in sorted(evidence))}]",
@@ -602,6 +615,12 @@ def run_one(sc, py, vers, out_root, keep_failed):
     ]
     if sc["setup"]:
         meta.append(f"setup: [{', '.join(sc['setup'])}]")
+    if sc["form"]:
+        meta.append(f"form: {yaml_str(sc['form'])}")
+    if kept:
+        meta.append(f"rank_files: [{', '.join(yaml_str(sc['name'] + '.ranks/' + r) for r in kept)}]")
+    if sc["label_reason"]:
+        meta.append(f"label_reason: {yaml_str(sc['label_reason'])}")
     if sc["note"]:
         meta.append(f"note: {yaml_str(sc['note'])}")
     if sc["xfail"]:

@@ -60,10 +60,11 @@ json.decoder.JSONDecodeError: Extra data: line 2 column 1 (char 1108)
     launched = ("[2024-03-01 10:00:00,000] [INFO] [launch.py:256:main] process 311 spawned with "
                 "command: ['/usr/bin/python', '-u', 'train.py', '--local_rank=0']\n")
     assert _diagnose(tmp_path, launched + app)["category"] == "unknown"
-    # ... but in a training run, a script reading its own config is read as ds_config.
+    # ... but a script reading its own config is read as ds_config (a rank's own log file
+    # holds only its traceback).
     own = app.replace("return json.load(f)", "config = json.load(f)")
     assert _diagnose(tmp_path, launched + own)["category"] == "config_json_syntax"
-    assert _diagnose(tmp_path, own)["category"] == "unknown"
+    assert _diagnose(tmp_path, own)["category"] == "config_json_syntax"
 
 
 def test_a_lone_decode_error_is_the_config_only_in_a_training_job_or_in_hjson_words(tmp_path):

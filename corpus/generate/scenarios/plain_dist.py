@@ -16,13 +16,25 @@ import torch.distributed as dist
 def parse():
     p = argparse.ArgumentParser()
     p.add_argument("--fail", default="none",
-                   choices=["none", "user_exc", "sigkill", "stall", "stall_barrier", "alloc", "cuda", "save", "write"])
+                   choices=["none", "user_exc", "sigkill", "stall", "stall_barrier", "alloc", "cuda", "save", "write",
+                            "write_one", "shape"])
     p.add_argument("--out", default="out")
     p.add_argument("--record", action="store_true")
     p.add_argument("--timeout", type=int, default=20)
     p.add_argument("--no-init", action="store_true")
-    p.add_argument("--local_rank", type=int, default=-1)  # passed by the deepspeed launcher
+    # passed by the deepspeed launcher (--local_rank) and by torch.distributed.launch (--local-rank)
+    p.add_argument("--local_rank", "--local-rank", type=int, default=-1)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--warn", action="store_true", help="call torch APIs that warn, as real scripts do")
     return p.parse_args()
+
+
+def warn_like_real_scripts(model):
+    """Warnings a healthy CPU job commonly prints (deprecated AMP API, tensor copy-construct)."""
+    scaler = torch.cuda.amp.GradScaler()  # deprecated alias; disabled without CUDA
+    torch.tensor(next(model.parameters()))  # copy-construct warning
+    torch.optim.lr_scheduler.StepLR(torch.optim.SGD(model.parameters(), lr=0.1), 1).step()  # step order
+    return scaler
 
 
 def main(a):
@@ -34,8 +46,11 @@ def main(a):
     rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", 0))
     model = torch.nn.Linear(8, 8)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for step in range(3):
-        loss = model(torch.randn(4, 8)).pow(2).mean()
+    if a.warn:
+        warn_like_real_scripts(model)
+    for step in range(a.steps):
+        width = 7 if a.fail == "shape" and rank == 1 and step == 1 else 8
+        loss = model(torch.randn(4, width)).pow(2).mean()
         loss.backward()
         if dist.is_initialized():
             for p in model.parameters():
@@ -59,7 +74,7 @@ def main(a):
     if a.fail == "save":
         os.makedirs(a.out, exist_ok=True)
         torch.save({"w": torch.randn(1024, 1024), "rank": rank}, os.path.join(a.out, f"model_rank{rank}.pt"))
-    if a.fail == "write":
+    if a.fail == "write" or (a.fail == "write_one" and rank == 1):
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, f"metrics_rank{rank}.bin"), "wb") as f:
             f.write(os.urandom(4 * 1024 * 1024))
