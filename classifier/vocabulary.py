@@ -66,6 +66,9 @@ OTHER_FAILURE_TERMS = (
     Term(r"Traceback \(most recent call last\)", ("traceback",), raw="Traceback"),
     # a traceback's frame: pastes often keep the frames and lose the header and the message
     Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;)'),
+    # IPython/Jupyter marks each frame's current line with an arrow (`--> 123     raise X(`,
+    # `----> 1673 trainer.train()`): a notebook traceback cut before its message
+    Term(r"^-{2,}>\s?\d+\s", ("->",), raw=r"-->"),
     # rich's traceback box marks each frame's own line with `❱` (a box cut before its header)
     Term(r"^❱\s*\d+\s", ("❱",), raw="❱"),
     # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread

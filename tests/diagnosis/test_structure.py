@@ -241,6 +241,13 @@ def test_a_paste_of_frames_or_a_device_assert_is_a_failure_not_a_healthy_log(tmp
     asserts = "".join(f"../aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [118,0,0], "
                       f"thread: [{t},0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n" for t in range(4))
     assert _diagnose(tmp_path, asserts)["category"] == "unknown"
+    # a notebook's frame excerpt: IPython's arrow marks the line that raised
+    cell = ("File ~/venv/lib/python3.8/site-packages/accelerate/launchers.py:123, in notebook_launcher(function)\n"
+            "    122 if torch.cuda.is_initialized():\n"
+            "--> 123     raise ValueError(\n"
+            '    124         "To launch a multi-GPU training from your notebook, you need to avoid"\n')
+    assert _diagnose(tmp_path, cell)["category"] == "unknown"
+    assert _diagnose(tmp_path, "epoch 3 --> 4 done\nlr 0.1 --> 0.01\n")["category"] == "none"
 
 
 def test_torchelastic_error_file_members_are_log_lines_not_code(tmp_path):
