@@ -181,7 +181,7 @@ class TracebackCollector:
         if frame is None and (msg[:1] in ("/", "~") or msg[1:3] == ":\\") \
                 and _RICH_PATH_HEAD.match(msg):
             state.rich_head = msg  # not held back: the line is read as itself too
-        if frame is None and _PY_FRAME_HEAD.match(msg):
+        if frame is None and msg.startswith('File "'):  # _PY_FRAME_HEAD
             state.wrapped = msg[:MAX_WRAPPED]
             return
         if raised is None:
