@@ -144,7 +144,9 @@ class TracebackCollector:
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
         msg = line.msg.strip()
-        state = self._open.setdefault((line.source, line.rank), _Open())
+        state = self._open.get((line.source, line.rank))
+        if state is None:  # not setdefault: that builds an _Open for every line
+            state = self._open[(line.source, line.rank)] = _Open()
         # Literal tests first: every line comes here and few are part of a traceback. They read
         # the gist, the message with long runs of one character squeezed (normalize.gist).
         gist = line.gist
