@@ -127,7 +127,8 @@ def main():
         ratio = rate / base
         # CPU seconds grow with the work plus parallel overhead (pool start, pickling): if they
         # stay flat while the wall time does not halve, the cores were busy with something else.
-        print(f"workers {workers:>2}: {seconds:6.2f} s wall  {cpu:6.2f} s CPU  {rate:7.1f} jobs/s  "
+        print(f"workers {workers:>2}: {seconds:6.2f} s wall  {cpu:6.2f} s CPU "
+              f"({1000 * cpu / args.jobs:.2f} ms a job, start-up included)  {rate:7.1f} jobs/s  "
               f"{ratio:4.2f}x  ({same})")
         if workers == 2:
             verdict = "meets" if ratio >= TARGET else "MISSES"

@@ -216,8 +216,19 @@ def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None
 # The characters each prefix can start with, so that a line is only asked about the prefixes
 # it could begin with (most messages begin with a capital no prefix starts with): peeling
 # runs on every line, and a dozen failed matches per line cost more than the rest of it.
-_TS_FIRST = frozenset("[0123456789JFMASOND")
-_PREFIX_FIRST = {c: (_RANK_PREFIXES[0], _RANK_PREFIXES[1], _RANK_PREFIXES[5]) for c in "["}
+_ISO_FIRST = frozenset("[0123456789")
+_SYSLOG_FIRST = frozenset("JFMASOND")
+_TS_FIRST = _ISO_FIRST | _SYSLOG_FIRST
+# After `[`, the second character settles which bracket label may follow (any other non-ASCII
+# one: the digit forms, \d being any Unicode digit); dmesg's stamps likewise.
+_BRACKET_SECOND = dict.fromkeys(map(chr, range(128)), ())
+_BRACKET_SECOND.update(dict.fromkeys("rdwtl", (_RANK_PREFIXES[0],)))
+_BRACKET_SECOND.update(dict.fromkeys("0123456789", (_RANK_PREFIXES[0], _RANK_PREFIXES[1])))
+_BRACKET_SECOND["p"] = (_RANK_PREFIXES[5],)
+_BRACKET_OTHER = (_RANK_PREFIXES[0], _RANK_PREFIXES[1])
+_DMESG_SECOND = frozenset("+0123456789 \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")
+_HUMAN_SECOND = frozenset("MTWFS")
+_PREFIX_FIRST = {"[": _BRACKET_SECOND}
 _PREFIX_FIRST["("] = (_RANK_PREFIXES[4],)
 for _c in "0123456789":
     _PREFIX_FIRST[_c] = (_SRUN_LABEL, _RANK_PREFIXES[3], _RANK_PREFIXES[6])
@@ -232,7 +243,10 @@ for _c in " \t\n\r\x0b\x0c":  # only srun's label may follow spaces (`  3: ...`)
 
 def _prefixes_for(msg: str) -> tuple:
     """The rank and host prefix patterns that could match at the start of `msg`, in order."""
-    return _PREFIX_FIRST.get(msg[:1], _RANK_PREFIXES)  # others (space, non-ASCII): all of them
+    found = _PREFIX_FIRST.get(msg[:1], _RANK_PREFIXES)  # others (space, non-ASCII): all of them
+    if type(found) is dict:  # `[`: by the second character
+        return found.get(msg[1:2], _BRACKET_OTHER)
+    return found
 
 
 def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, float | None]:
@@ -242,7 +256,8 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     msg = text.lstrip() if text[:1] in (" ", "\t") else text
     for _ in range(6):
         before = msg
-        m = _ISO_TS.match(msg) if msg[:1] in _TS_FIRST else None
+        first = msg[:1]
+        m = _ISO_TS.match(msg) if first in _ISO_FIRST else None
         if m:
             ts = _iso_seconds(m) if ts is None else ts
             msg = msg[m.end():]
@@ -250,12 +265,15 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
             if m:
                 msg = msg[m.end():]
         else:
-            m = _SYSLOG_TS.match(msg) if msg[:1] in _TS_FIRST else None
+            m = _SYSLOG_TS.match(msg) if first in _SYSLOG_FIRST else None
             if m:
                 ts = _syslog_seconds(m) if ts is None else ts
                 msg = msg[m.end():]
-            else:
-                m = (_DMESG_TS.match(msg) or _DMESG_HUMAN_TS.match(msg)) if msg[:1] == "[" else None
+            elif first == "[":
+                second = msg[1:2]
+                # `[ +0.1]`/`[12.3]` (any space or digit), `[Mon Jan ...]`
+                m = (_DMESG_TS.match(msg) if second in _DMESG_SECOND or not second.isascii()
+                     else None) or (_DMESG_HUMAN_TS.match(msg) if second in _HUMAN_SECOND else None)
                 if m:
                     msg = msg[m.end():]
         for pattern in _prefixes_for(msg):
@@ -278,7 +296,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
             if m is None:
                 break
             msg = msg[m.end():]
-    m = _BOX_LEFT.match(msg)
+    m = None if msg.isascii() else _BOX_LEFT.match(msg)  # the borders are not ASCII
     if m:
         msg = _BOX_RIGHT.sub("", msg[m.end():])
     return msg.strip(), rank, task, host, ts

@@ -132,6 +132,8 @@ def structure_hits(records: list["Raised"], rules: list["Rule"],
     hit already points into (`covered`: source -> line numbers) is left to that hit.
     """
     hits = []
+    if not records:  # most small logs: no need to walk every rule
+        return hits
     covered = covered or {}
     for rule in rules:
         if rule.structure is None or rule.has_patterns:

@@ -144,7 +144,9 @@ class TracebackCollector:
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
         msg = line.msg.strip()
-        state = self._open.setdefault((line.source, line.rank), _Open())
+        state = self._open.get((line.source, line.rank))
+        if state is None:  # not setdefault: that builds an _Open for every line
+            state = self._open[(line.source, line.rank)] = _Open()
         # Literal tests first: every line comes here and few are part of a traceback. They read
         # the gist, the message with long runs of one character squeezed (normalize.gist).
         gist = line.gist
@@ -181,7 +183,7 @@ class TracebackCollector:
         if frame is None and (msg[:1] in ("/", "~") or msg[1:3] == ":\\") \
                 and _RICH_PATH_HEAD.match(msg):
             state.rich_head = msg  # not held back: the line is read as itself too
-        if frame is None and _PY_FRAME_HEAD.match(msg):
+        if frame is None and msg.startswith('File "'):  # _PY_FRAME_HEAD
             state.wrapped = msg[:MAX_WRAPPED]
             return
         if raised is None:

@@ -69,12 +69,26 @@ def test_peeling_by_first_character_changes_no_line(messages, monkeypatch):
     texts += ["[rank3]: x", "[default0]:[rank1]: y", "1: [rank13]: z", "worker-1: a", "10.0.0.5: b",
               "(RayTrainWorker pid=42, ip=10.0.0.1) c", "[pod/t-0/py] d", "trainer-1  | e",
               "[1,3]<stderr>:f", "E   RuntimeError: g", "Jan  2 03:04:05 host kernel: h",
-              "[  +0.000844] i", "2024-10-02T14:00:00.123Z j", "│ k │"]
+              "[  +0.000844] i", "2024-10-02T14:00:00.123Z j", "│ k │", "[Mon Jan  2 03:04:05 2024] l",
+              "[\u3000+1.5] m", "[12.5] n", "[", "[p", "[pod/x] o", "[d", "[local_rank7]: p",
+              "[\u0663] q", "[\u0663,1]<stdout>: r", "E\tx", "┃ s ┃", "║t"]
+    texts += ["[" + c + rest for c in map(chr, range(1, 200)) for rest in
+              ("", "0]: a", "1,2]<stderr>: b", "ank4]: c", "od/p] d", "+0.5] e", " 0.5] f",
+               "on Jan  2 03:04:05 2024] g", "2024-01-02 03:04:05 h")]
     fast = [N.peel_prefixes(t) for t in texts]
     monkeypatch.setattr(N, "_PREFIX_FIRST", {})
-    monkeypatch.setattr(N, "_TS_FIRST", _Everything())
+    for name in ("_TS_FIRST", "_ISO_FIRST", "_SYSLOG_FIRST", "_DMESG_SECOND", "_HUMAN_SECOND"):
+        monkeypatch.setattr(N, name, _Everything())
     slow = [N.peel_prefixes(t) for t in texts]
     assert fast == slow
+
+
+def test_the_marker_hint_says_what_its_alternation_says(messages):
+    from classifier.vocabulary import MARKER_HINT
+    extra = ["x)foo error", "errorx", "exception  y", "f1203 12:00:01", "❱ 3", "exit", "file  a"]
+    for msg in list(messages) + extra:
+        low = msg.lower()
+        assert MARKER_HINT.search(low) == (MARKER_HINT.pattern.search(low) is not None), msg
 
 
 def test_the_frame_gate_drops_no_frame(messages):
@@ -111,3 +125,16 @@ def test_the_witness_hints_hold_for_every_line_its_patterns_match(messages):
         if C._CONNECT_FAIL.search(msg):
             assert C._CONNECT_HINTS(low), msg
 
+
+
+def test_the_split_hint_finds_every_success_and_failure_marker(messages):
+    from classifier.vocabulary import MARKER_HINT, OTHER_FAILURE, SUCCESS
+    extra = ["Process 7 exits successfully", "{'train_runtime': 1.0}", "train_runtime = 3",
+             "Training completed. Do not forget", "F1203 12:00:01.5 x.cc:3] Check", "Aborted",
+             "srun: error: node1: task 0: Exited", "x)AssertionError: y", "❱ 12 foo()",
+             'File "a.py", line 3, in f', "Segmentation fault (core dumped)"]
+    for msg in list(messages) + extra:
+        split = MARKER_HINT.split(msg.lower())
+        for n, whole in enumerate((SUCCESS, OTHER_FAILURE)):
+            gated = split is not None and any(p.search(msg) for p in split[n])
+            assert gated == (whole.search(msg) is not None), (n, msg)
