@@ -15,8 +15,10 @@ A rule's optional `structure:` block holds conditions on one exception (classifi
   source           regex searched in the frames' source lines (`os\\.environ\\[`)
   config_loader    regexes; one of the frames outside the standard library (`file:function
                    code line`) or the exception line itself must match; with no such frames
-                   (a lone line), a distributed training run in the job's lines will do: a
-                   decode error in a game's or a server's settings file is not ds_config
+                   (a lone line), a distributed training run starting before it will do (its
+                   own rank label, or a launcher line with no training step between): a decode
+                   error in a game's or a server's settings file is not ds_config, and a
+                   config is read before the first step, never after
   message          regex searched in the message; its named groups become facts
   cut              true: only a traceback that stops before its message (what the frames
                    prove only when no message says otherwise)
@@ -30,6 +32,7 @@ bare `AssertionError`, is still diagnosed by its frames (and says so in its fact
 from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
+from classifier.vocabulary import PROGRESS
 from classifier.diagnosis.match import Hit
 from classifier.diagnosis.raisesite import source_hits
 from classifier.diagnosis.traceback import TracebackCollector
@@ -68,7 +71,7 @@ def raised_in(frames: list["Frame"]) -> "Frame | None":
 def meets(structure: dict, raised: "Raised", training_job: bool = True) -> dict | None:
     """The facts the conditions yield if `raised` meets all of them, else None.
 
-    `training_job`: the job's lines show a distributed training run (see `config_loader`)."""
+    `training_job`: a training run stands around the exception (see `config_loader`)."""
     frames = _frames(raised)
     facts = {}
     if "cut" in structure and raised.cut != structure["cut"]:
@@ -117,6 +120,11 @@ def meets(structure: dict, raised: "Raised", training_job: bool = True) -> dict 
     return facts
 
 
+def _at(training_at, line) -> bool:
+    """`training_at(line)`, or True (a training run assumed) when no job was read."""
+    return True if training_at is None else training_at(line)
+
+
 def _explained(raised: "Raised", covered: dict[str, list[int]]) -> bool:
     """Does a pattern hit already point into this traceback (its frames or its message)?"""
     lo, hi = raised.first.lineno, raised.anchor.lineno
@@ -125,7 +133,7 @@ def _explained(raised: "Raised", covered: dict[str, list[int]]) -> bool:
 
 def structure_hits(records: list["Raised"], rules: list["Rule"],
                    covered: dict[str, list[int]] | None = None,
-                   training_job: bool = True) -> list[Hit]:
+                   training_at=None) -> list[Hit]:
     """Hits of the structure-only rules (no patterns) on a job's exceptions.
 
     They are the fallback for what the message lines do not say: an exception that a pattern
@@ -141,13 +149,13 @@ def structure_hits(records: list["Raised"], rules: list["Rule"],
         for raised in records:
             if _explained(raised, covered):
                 continue
-            facts = meets(rule.structure, raised, training_job)
+            facts = meets(rule.structure, raised, _at(training_at, raised.line))
             if facts is not None:
                 hits.append(Hit(rule, [raised.anchor], facts))
     return hits
 
 
-def keep_hit(hit: Hit, by_line: dict, training_job: bool = True) -> bool:
+def keep_hit(hit: Hit, by_line: dict, training_at=None) -> bool:
     """Does a pattern hit of a rule with a structure block meet it on its exception?"""
     structure = hit.rule.structure
     if structure is None:
@@ -155,7 +163,7 @@ def keep_hit(hit: Hit, by_line: dict, training_job: bool = True) -> bool:
     for line in hit.lines:
         raised = by_line.get((line.source, line.lineno))
         if raised is not None:
-            return meets(structure, raised, training_job) is not None
+            return meets(structure, raised, _at(training_at, raised.line)) is not None
     # No traceback around the matched line: only exclusions could be checked, and none failed;
     # a lone decode error says ds_config only inside a training job or in the loader's own
     # words (hjson, which only DeepSpeed's config reader uses).
@@ -163,7 +171,8 @@ def keep_hit(hit: Hit, by_line: dict, training_job: bool = True) -> bool:
         return True
     if not set(structure) <= {"not_called_from", "config_loader"}:
         return False
-    return training_job or any(p.search(line.msg) for p in structure["config_loader"] for line in hit.lines)
+    return _at(training_at, hit.lines[0] if hit.lines else None) or \
+        any(p.search(line.msg) for p in structure["config_loader"] for line in hit.lines)
 
 
 def index_by_line(records: list["Raised"]) -> dict:
@@ -179,13 +188,33 @@ class DeferredHits:
         self.tracebacks = TracebackCollector()
         self.trends = TrendHits()
         self._pending: list[Hit] = []
-        self.training_job = False  # a rank label or a launcher / DeepSpeed line was seen
+        # Where, per input, a training run first shows (a rank label, a launcher or DeepSpeed
+        # line) and where its first training step is reported.
+        self._started: dict[str, int] = {}
+        self._stepping: dict[str, int] = {}
 
     def feed(self, line: "Line") -> None:
         """See one normalised line (builds the job's tracebacks)."""
         self.tracebacks.feed(line)
-        if not self.training_job and (line.rank is not None or _TRAINING_RUN.search(line.gist)):
-            self.training_job = True
+        src, gist = line.source, line.gist
+        if src not in self._started and (line.rank is not None or _TRAINING_RUN.search(gist)):
+            self._started[src] = line.lineno
+        # Cheap substring tests first: PROGRESS needs `step=`, `iteration` or `loss`.
+        if src not in self._stepping and ("step=" in gist or "iteration" in gist or "oss" in gist
+                                          or "OSS" in gist) and PROGRESS.search(gist):
+            self._stepping[src] = line.lineno
+
+    def training_at(self, line: "Line | None") -> bool:
+        """Does a lone line at `line` sit in a training run that has not yet reached its first
+        step (its own rank label, or a run's line before it)? What lets a bare decode error
+        stand for the DeepSpeed config, read before any step: a long healthy log in front of
+        it says the run trains, and its steps say the config was read long before."""
+        if line is None:
+            return bool(self._started)
+        step = self._stepping.get(line.source)
+        if step is not None and step < line.lineno:
+            return False
+        return line.rank is not None or any(src != line.source or n < line.lineno for src, n in self._started.items())
 
     def offer(self, hit: Hit) -> bool:
         """Keep a hit that can only be judged at the end; False when it stands on its own."""
@@ -206,16 +235,17 @@ class DeferredHits:
         back from raising statements (classifier.diagnosis.raisesite)."""
         records = self.tracebacks.finish()
         by_line = index_by_line(records)
-        out = [h for h in self._pending if keep_hit(h, by_line, self.training_job)]
+        out = [h for h in self._pending if keep_hit(h, by_line, self.training_at)]
         covered: dict[str, list[int]] = {}
         for hit in list(hits) + out:
             for line in hit.lines:
                 covered.setdefault(line.source, []).append(line.lineno)
-        out += structure_hits(records, rules, covered, self.training_job)
+        out += structure_hits(records, rules, covered, self.training_at)
         if index is not None:
             out += source_hits(records, index, budget,
                                lambda raised: _explained(raised, covered),
-                               lambda structure, raised: meets(structure, raised, self.training_job))
+                               lambda structure, raised: meets(structure, raised,
+                                                               self.training_at(raised.line)))
         out += self.trends.hits(last_lineno)
         return out
 

@@ -79,6 +79,23 @@ def test_a_lone_decode_error_is_the_config_only_in_a_training_job_or_in_hjson_wo
     assert _diagnose(tmp_path, framed)["category"] == "unknown"
 
 
+def test_a_lone_decode_error_after_training_steps_is_not_the_config(tmp_path):
+    # A config is read before the first step: the launcher's line and no step between says
+    # ds_config; the same line after a run's steps (a long healthy log pasted in front) does not.
+    lone = "json.decoder.JSONDecodeError: Expecting ',' delimiter: line 14 column 9 (char 331)\n"
+    launched = ("[2024-03-01 10:00:00,000] [INFO] [launch.py:256:main] process 311 spawned with "
+                "command: ['/usr/bin/python', '-u', 'train.py', '--local_rank=0']\n")
+    assert _diagnose(tmp_path, launched + lone)["category"] == "config_json_syntax"
+    steps = "".join(f"[2024-03-01 10:0{i}:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] "
+                    f"step={i * 10}, skipped=0, lr=[2e-05], mom=[(0.9, 0.95)]\n" for i in range(1, 4))
+    assert _diagnose(tmp_path, launched + steps + lone)["category"] == "unknown"
+    hf = "{'loss': 1.9021, 'grad_norm': 0.52, 'learning_rate': 1e-05, 'epoch': 0.3}\n"
+    assert _diagnose(tmp_path, launched + hf + lone)["category"] == "unknown"
+    # a rank's own label stands for the run, but not after its steps
+    assert _diagnose(tmp_path, "[rank1]: " + lone)["category"] == "config_json_syntax"
+    assert _diagnose(tmp_path, launched + steps + "[rank1]: " + lone)["category"] == "unknown"
+
+
 def test_frames_alone_decide_and_the_diagnosis_says_so(tmp_path):
     text = """\
 [rank1]: Traceback (most recent call last):
