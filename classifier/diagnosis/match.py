@@ -290,9 +290,18 @@ def _excluded(rule, text, budget):
     return any(budget.search(p, text, rule.builtin) for p in rule.exclude)
 
 
+# `path/to/module.py:131: UserWarning: ...`: a warning names a module without running through
+# it, so a path in it is no context (torch/optim/lr_scheduler.py's step-order warning is not an
+# optimizer's frame).
+_WARNING_LINE = re_compile(r"^\S[^:]*\.py:\d+: (?:[A-Z]\w*)?Warning: ")
+
+
 def _has_context(rule, buf, i, budget):
     for k in range(max(0, i - CONTEXT_LINES), i + 1):
-        if any(budget.search(p, buf[k].msg, rule.builtin) for p in rule.context):
+        msg = buf[k].msg
+        if k < i and "Warning: " in msg and _WARNING_LINE.match(msg):
+            continue
+        if any(budget.search(p, msg, rule.builtin) for p in rule.context):
             return True
     return False
 
