@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 # A line that only a distributed training run prints: DeepSpeed's name, a launcher's, a rank's.
 _TRAINING_RUN = re_compile(r"(?i)deepspeed|torchrun|torch\.distributed|accelerate|local_rank|"
                            r"\bnccl\b|world_size|\[rank\d")
+# NCCL INFO lines printed once a communicator is built (2.x wordings).
+_COMM_BUILT = re_compile(r"Init COMPLETE|Connected all (?:rings|trees)|NCCL INFO Channel \d+/\d+ ?:|"
+                         r"NCCL INFO Channel \d+ ?: \d")
 CALLERS = 3         # innermost frames (outside the standard library) that count as the caller
 MAX_PENDING = 4096  # pattern hits awaiting their structure check, per job
 
@@ -189,7 +192,8 @@ class DeferredHits:
         self.trends = TrendHits()
         self._pending: list[Hit] = []
         # Where, per input, a training run first shows (a rank label, a launcher or DeepSpeed
-        # line) and where its first training step is reported.
+        # line) and where it is first past start-up: a training step reported, or NCCL's
+        # communicators built (DeepSpeed, HF and accelerate read the config before either).
         self._started: dict[str, int] = {}
         self._stepping: dict[str, int] = {}
 
@@ -200,8 +204,9 @@ class DeferredHits:
         if src not in self._started and (line.rank is not None or _TRAINING_RUN.search(gist)):
             self._started[src] = line.lineno
         # Cheap substring tests first: PROGRESS needs `step=`, `iteration` or `loss`.
-        if src not in self._stepping and ("step=" in gist or "iteration" in gist or "oss" in gist
-                                          or "OSS" in gist) and PROGRESS.search(gist):
+        if src not in self._stepping and (
+                ("step=" in gist or "iteration" in gist or "oss" in gist or "OSS" in gist)
+                and PROGRESS.search(gist) or "NCCL INFO" in gist and _COMM_BUILT.search(gist)):
             self._stepping[src] = line.lineno
 
     def training_at(self, line: "Line | None") -> bool:
@@ -214,7 +219,8 @@ class DeferredHits:
         step = self._stepping.get(line.source)
         if step is not None and step < line.lineno:
             return False
-        return line.rank is not None or any(src != line.source or n < line.lineno for src, n in self._started.items())
+        return line.rank is not None or \
+            any(src != line.source or n < line.lineno for src, n in self._started.items())
 
     def offer(self, hit: Hit) -> bool:
         """Keep a hit that can only be judged at the end; False when it stands on its own."""

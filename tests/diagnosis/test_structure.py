@@ -278,3 +278,13 @@ def test_torchelastic_error_file_members_are_log_lines_not_code(tmp_path):
     code = ('Traceback (most recent call last):\n  File "x.py", line 3, in f\n'
             '    "RendezvousConnectionError: The connection to the C10d store has failed."\n')
     assert _diagnose(tmp_path, code)["source"] != "rule"
+
+
+def test_a_lone_decode_error_after_nccl_built_its_communicators_is_not_the_config(tmp_path):
+    lone = "json.decoder.JSONDecodeError: Expecting ',' delimiter: line 14 column 9 (char 331)\n"
+    launched = ("[2024-03-01 10:00:00,000] [INFO] [launch.py:256:main] process 311 spawned with "
+                "command: ['/usr/bin/python', '-u', 'train.py', '--local_rank=0']\n")
+    nccl = ("node2:311:402 [0] NCCL INFO Channel 00/02 :    0   1\n"
+            "node2:311:402 [0] NCCL INFO comm 0x55d0c8a0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
+    assert _diagnose(tmp_path, launched + lone)["category"] == "config_json_syntax"
+    assert _diagnose(tmp_path, launched + nccl + lone)["category"] == "unknown"
