@@ -128,3 +128,33 @@ def test_what_sigterm_does_to_the_ranks_is_no_unexplained_error_before_an_evicti
              "Message:          The node was low on resource: memory. Threshold quantity: 100Mi, available: 61212Ki. "]
     _, d = diagnose_json(_log(tmp_path, lines, "paste.txt"))
     assert d["category"] == "job_cancelled"
+
+
+SUBMITIT_END = [
+    "submitit WARNING (2024-05-11 09:58:02,004) - Caught signal SIGUSR2 on gpu-a-12: this job is timed-out.",
+    "submitit INFO (2024-05-11 09:58:02,005) - Job has timed out. Ran 2878 minutes out of requested 2880 minutes.",
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/submitit/core/job_environment.py", line 227, in '
+    "checkpoint_and_try_requeue",
+    "    raise utils.UncompletedJobError(message)",
+    "submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out and not checkpointable.",
+]
+
+
+def test_submitit_reporting_slurm_s_signal_is_job_cancelled(tmp_path):
+    _, d = diagnose_json(_log(tmp_path, [STEP] * 3 + SUBMITIT_END, name="4412093_0_log.err"))
+    assert d["category"] == "job_cancelled" and d["rule"] == "job_cancelled.submitit_signal"
+    assert d["facts"]["case"] == "timed-out" and d["facts"]["node"] == "gpu-a-12"
+    # a CUDA OOM before submitit's signal is what ended the run
+    assert diagnose_json(_log(tmp_path, [STEP, OOM] + SUBMITIT_END))[1]["category"] == "gpu_oom"
+
+
+def test_submitit_s_uncompleted_job_state_decides_between_cancel_and_memory(tmp_path):
+    head = ["Traceback (most recent call last):", '  File "launch.py", line 40, in <module>',
+            "    job.result()",
+            "submitit.core.utils.UncompletedJobError: Job 6029915_3 (task: 0) with path "
+            "/checkpoint/u/jobs/6029915_3/6029915_3_0_result.pkl"]
+    for state, category in (("TIMEOUT", "job_cancelled"), ("PREEMPTED", "job_cancelled"),
+                            ("OUT_OF_MEMORY", "host_oom")):
+        lines = head + [f"has not produced any output (state: {state})", "No output/error stream produced !"]
+        assert diagnose_json(_log(tmp_path, lines))[1]["category"] == category, state
