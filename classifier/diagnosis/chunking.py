@@ -34,6 +34,20 @@ def line_chunks(chunks, source, warnings, chunk_bytes):
                 parts, size, overlong = [], 0, True
                 warnings.add("line_truncated", f"{source}: lines over {MAX_LINE // 1024} KiB truncated")
             continue
+        last = parts[-1]
+        cut = last.rfind(b"\n") + 1
+        if cut:
+            # Up to the last part's last newline, joined in one copy (not the whole, then a cut).
+            if pending or len(parts) > 1 or cut < len(last):
+                chunk = b"".join([pending, *parts[:-1], memoryview(last)[:cut]])
+            else:
+                chunk = last
+            pending = last[cut:]
+            parts, size = [], 0
+            if held is not None:
+                yield held, False
+            held = chunk
+            continue
         data = pending + b"".join(parts) if pending or len(parts) > 1 else parts[0]
         parts, size = [], 0
         cut = data.rfind(b"\n") + 1
