@@ -106,7 +106,9 @@ OTHER_FAILURE_TERMS = (
     Term(rf"(?:^|[\s\])'\"])(?:{_GLUED_NAME}){{2,}}(?::|\s|$)|[)\]'\"]{_GLUED_NAME}(?::\s|\s*$)"
          rf"|^{_GLUED_NAME}(?:[a-rt-z]|\s{{2,}}\S)",
          gate_pattern=r"(?:error|exception)(?:[a-z]|\s\s)|[)\]'\"][a-z0-9]*(?:error|exception)",
-         raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)", gate_needs=("error", "exception")),
+         # Never followed by `(` in any form the pattern matches: `NewConnectionError(` in a
+         # urllib3 retry is a call, not a name glued to another rank's text.
+         raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:[^(\n]|$)", gate_needs=("error", "exception")),
 )
 # Lines only a job that finished prints. A failure marker followed by one of these in the same
 # file was survived (a caught exception, a retried upload), not fatal.

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from classifier.diagnosis.decode import decode_whole
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
+from classifier.diagnosis.chunking import Scanners, line_chunks
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
-from classifier.diagnosis.storms import KEEP as STORM_KEEP, Storms
+from classifier.diagnosis.storms import KEEP as STORM_KEEP, RUN as STORM_RUN, Storms
 
 if TYPE_CHECKING:
     from classifier.diagnosis.read import Warnings
@@ -25,6 +26,7 @@ BIG_CHUNK = 1 << 20         # big enough that per-chunk work vanishes, small for
 SCANNERS = 2                 # threads searching chunks ahead (Hyperscan only)
 HEAD = 2000                  # every rank's start-up lines: who took part in the job
 TAIL = 200                   # the failure region
+BACK = max(BEFORE, TAIL)     # lines before a chunk kept for its first windows to reach back to
 # Lines of one input that go on to normalisation and the rules. A real job log, however big,
 # has a few thousand lines with a keyword or marker (the 1 GB benchmark log: tens of
 # thousands); past this many the input is a storm of one message (34 M lines of `exit`), each
@@ -62,7 +64,11 @@ class _Selector:
         self.base = 0               # lines before the current chunk
         self.emitted = 0            # highest line number already emitted
         self.owed = 0               # lines still owed from the start of the next chunk
-        self.recent = deque(maxlen=max(BEFORE, TAIL))  # (lineno, bytes) of the last chunk's end
+        # The end of the chunks before, which the next chunk's windows may reach back to:
+        # (first lineno, line count, bytes) blocks, the newest last, cut into lines only
+        # when a window reaches back (most chunks' first windows do not).
+        self.recent = deque()
+        self.recent_lines = 0  # lines in `recent` but its oldest block
         self.budget = SELECT_BUDGET  # lines still to emit before only the tail is kept
         self.spent = False
         self.storms = Storms(repeats)
@@ -128,6 +134,8 @@ class _Selector:
         list of spans, whatever the selection rate. The input's last chunk also yields its
         last TAIL lines, as one more selected line that reaches BEFORE back and to the end.
         """
+        if not last and found and self._copies_only(chunk, found, total):
+            return
         if self.budget <= 0:
             # Spent: only the tail is read on.
             self._spent()
@@ -150,8 +158,8 @@ class _Selector:
             # Lines from the end of the previous chunk that the first segment reaches back to.
             first = chunk.count(b"\n", 0, starts[0])
             reach = found[starts[0]][0]
-            if first < reach:
-                for lineno, data in list(self.recent)[-(reach - first):]:
+            if first < reach and not self._storm_copy(chunk, starts[0], self.base + first + 1, False):
+                for lineno, data in self._recent(reach - first):
                     if lineno > self.emitted:
                         line = self._line(lineno, data)
                         if line is not None:
@@ -194,6 +202,10 @@ class _Selector:
                 continue
             k += chunk.count(b"\n", at, start)
             at = start
+            if k >= walk[0] and self._storm_copy(chunk, start, self.base + k + 1):
+                # A storm's copy past its allowance: counted; no reader looks around it.
+                walk[:] = k + 1, chunk.find(b"\n", start) + 1
+                continue
             reach, after = found[start]
             if k - reach > walk[0]:
                 # A gap since the last window: step back `reach` lines from this one.
@@ -206,13 +218,61 @@ class _Selector:
         self.stormy = self.storms.dropped - dropped > total // 2
         self._remember(chunk, total)
 
+    def _copies_only(self, chunk, found, total):
+        """Whether every line found in `chunk` (not the input's last) is a storm's copy past its
+        allowance, with no line owed and no head to read: then they are counted at once, and
+        the chunk is done as the walk below would do it, one copy after the other, reading
+        nothing. Not when the walk would ask rest_is_storm (after RUN copies in a row)."""
+        storms = self.storms
+        if self.budget <= 0 or self.owed or self.base < HEAD or storms.run + len(found) > STORM_RUN:
+            return False
+        find, starts = chunk.find, list(found)
+        # Line numbers by counting from the nearer end: a pass over the whole chunk costs
+        # more than the rest of this; the first copy's is only wanted for a storm's first.
+        first = self.base + chunk.count(b"\n", 0, starts[0]) + 1 if not storms.dropped else 0
+        if not storms.all_spent([chunk[s:find(b"\n", s)] for s in starts], first):
+            return False
+        total = chunk.count(b"\n") if total is None else total
+        self.emitted = self.base + total - chunk.count(b"\n", starts[-1]) + 1
+        self.stormy = len(starts) > total // 2
+        self._remember(chunk, total)
+        return True
+
+    def _storm_copy(self, chunk, start, lineno, count=True):
+        """Whether the line at `start` is a storm's copy past its allowance (storms.spent):
+        then it is counted as skipped (unless not `count`), and no window is read around it."""
+        if lineno <= self.emitted or self.tail_from is not None and lineno >= self.tail_from:
+            return False
+        if not self.storms.spent(chunk[start:chunk.find(b"\n", start)], lineno, peek=not count):
+            return False
+        if count:
+            self.emitted = lineno
+        return True
+
     def _remember(self, chunk, total):
-        # The chunk's last lines, which the next chunk's first windows may reach back to.
-        tail_spans = _line_spans(chunk, len(chunk), min(total, self.recent.maxlen), False)
-        first_tail = self.base + total - len(tail_spans) + 1
-        for k, (s, e) in enumerate(tail_spans):
-            self.recent.append((first_tail + k, chunk[s:e]))
+        count, pos = min(total, BACK), len(chunk)
+        for _ in range(count):
+            pos = chunk.rfind(b"\n", 0, pos - 1) + 1
+        recent = self.recent
+        if recent:
+            self.recent_lines += count
+        recent.append((self.base + total - count + 1, count, chunk[pos:]))
+        # The oldest block goes once the ones after it hold BACK lines.
+        while len(recent) > 1 and self.recent_lines >= BACK:
+            self.recent_lines -= recent[1][1]
+            recent.popleft()
         self.base += total
+
+    def _recent(self, count):
+        """(lineno, bytes) of the last `count` (at most BACK) lines before this chunk."""
+        out = []
+        for first, _, block in reversed(self.recent):
+            lines = block.split(b"\n")
+            lines.pop()
+            out[:0] = zip(range(first, first + len(lines)), lines)
+            if len(out) >= count:
+                break
+        return out[-count:]
 
     def skip(self, chunk, copies):
         """Pass over a chunk (not the input's last) whose every line is a copy of a storm's
@@ -223,58 +283,6 @@ class _Selector:
         self._remember(chunk, total)
         self.emitted = self.base
 
-
-
-def _line_chunks(chunks, source, warnings, chunk_bytes):
-    """Yield (chunk, last): pieces of about chunk_bytes that end with a newline, in order.
-
-    One piece is held back until the next is cut, so the last is known as the last; a short
-    remainder joins the piece before it, so the tail is rarely split.
-    """
-    held = None
-    pending = b""      # the start of a line the next block goes on with
-    parts, size = [], 0
-    overlong = False   # dropping the rest of a line past MAX_LINE
-    for block in chunks:
-        if overlong:
-            nl = block.find(b"\n")
-            if nl < 0:
-                continue
-            block = block[nl:]   # keep the newline: it ends the truncated line
-            overlong = False
-        parts.append(block)
-        size += len(block)
-        if size < chunk_bytes:
-            if size > MAX_LINE and block.find(b"\n") < 0 and b"\n" not in pending \
-                    and not any(b"\n" in part for part in parts[:-1]):
-                pending = (pending + b"".join(parts))[:MAX_LINE]
-                parts, size, overlong = [], 0, True
-                warnings.add("line_truncated", f"{source}: lines over {MAX_LINE // 1024} KiB truncated")
-            continue
-        data = pending + b"".join(parts) if pending or len(parts) > 1 else parts[0]
-        parts, size = [], 0
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            pending, overlong = data[:MAX_LINE], True
-            warnings.add("line_truncated", f"{source}: lines over {MAX_LINE // 1024} KiB truncated")
-            continue
-        pending = data[cut:]
-        chunk = data if cut == len(data) else data[:cut]
-        if held is not None:
-            yield held, False
-        held = chunk
-    rest = pending + b"".join(parts)
-    if rest:
-        if not rest.endswith(b"\n"):
-            rest += b"\n"
-        held = (held or b"") + rest
-    if held:
-        yield held, True
-
-
-def _scan_and_count(finder, chunk):
-    # In a scanner thread: the count overlaps the reader's I/O and the other scan.
-    return finder.scan(chunk), chunk.count(b"\n")
 
 
 def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
@@ -300,7 +308,7 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
 
 
 def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
-    pieces = _line_chunks(chunks, source, warnings, chunk_bytes)
+    pieces = line_chunks(chunks, source, warnings, chunk_bytes)
     first = next(pieces, None)
     if first is None:
         return
@@ -322,7 +330,7 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
             found = finder.scan(chunk) if selector.budget > 0 else {}
             yield from selector.chunk(chunk, found, last)
         return
-    pool = _Scanners(scanners, finder)
+    pool = Scanners(scanners, finder)
     try:
         ahead = deque()
         for chunk, last in pieces:
@@ -350,51 +358,3 @@ def _take(selector, pool, chunk, last, copies, done):
         return ()
     found, total = pool.result(done)
     return selector.chunk(chunk, found, last, total)
-
-
-class _Scanners:
-    """Threads that scan chunks ahead of the reader, each answer in its own one-slot queue.
-
-    Not concurrent.futures: importing it (and the logging it imports) cost a 30 MB log's run
-    about 8 ms, a tenth of its diagnosis."""
-
-    def __init__(self, count: int, finder: Any) -> None:
-        import queue
-        import threading
-        self._finder = finder
-        self._inbox = queue.SimpleQueue()
-        self._new_box = queue.SimpleQueue
-        self._threads = [threading.Thread(target=self._work, name=f"dsdiag-scan-{i}", daemon=True)
-                         for i in range(count)]
-        for thread in self._threads:
-            thread.start()
-
-    def _work(self) -> None:
-        while True:
-            task = self._inbox.get()
-            if task is None:
-                return
-            chunk, box = task
-            try:
-                box.put((True, _scan_and_count(self._finder, chunk)))
-            except BaseException as exc:  # noqa: BLE001 - handed to the reader, who raises it
-                box.put((False, exc))
-
-    def submit(self, chunk: bytes) -> Any:
-        """Queue `chunk` for a scan; the returned box gets its (found, newline count)."""
-        box = self._new_box()
-        self._inbox.put((chunk, box))
-        return box
-
-    @staticmethod
-    def result(box: Any) -> tuple:
-        """Wait for a submitted chunk's (found, newline count); a scanner's error is raised here."""
-        ok, value = box.get()
-        if not ok:
-            raise value
-        return value
-
-    def close(self) -> None:
-        """Let the threads go once the chunks in flight are done."""
-        for _ in self._threads:
-            self._inbox.put(None)

@@ -3,14 +3,17 @@
 A job that dies in a retry loop prints one warning a hundred thousand times (c10d's "client
 socket has failed to connect", a traceback re-raised in a loop, a loader's retry). Each copy
 the prefilter passes on costs ~20-100 us downstream, so such a log took 70x the time of a
-normal one of its size, and every copy after the first few hundred tells nothing new. Lines
-are grouped by shape: the bytes without their digits (ports, steps, addresses and counters
-differ from copy to copy). A shape whose lines name a rank or process (`[rank3]:`,
-`[Rank 3]`, `node-1:4242:4300 [3]`, `3: `) is read PER_RANK more times for each further rank
-its read copies name, so a timeout that 4,096 ranks each report once is read 4,096 times,
-and a storm from eight ranks KEEP + 7 x PER_RANK times; only the copies read are searched
-for rank labels, so the skipped ones cost no more than any other. The last TAIL lines of an input are always read
-(the storm's end is where the failure is).
+normal one of its size, and every copy after the first few hundred tells nothing new. Lines are
+grouped by shape: the bytes without their digits and hex addresses (ports, steps, `object at
+0x7f3a...` and counters differ from copy to copy). A shape whose lines name a rank or process
+(`[rank3]:`, `[Rank 3]`, `node-1:4242:4300 [3]`, `3: `) is read PER_RANK more times for each
+further rank its read copies name, so a timeout that 4,096 ranks each report once is read 4,096
+times, and a storm from eight ranks KEEP + 7 x PER_RANK times; only the copies read are
+searched for rank labels, so the skipped ones cost no more than any other. The last TAIL lines
+of an input are always read (the storm's end is where the failure is). A copy that is not read
+brings no window either (the lines around it are read only if something else selects them), and
+a chunk whose selected lines are all such copies is counted in one go (all_spent): a healthy
+log whose metrics upload retries every few seconds costs little more than its scan.
 """
 
 import re
@@ -23,6 +26,10 @@ RANK_SPAN = 128       # bytes at a line's start searched for its rank labels
 MAX_SHAPES = 1 << 16  # shapes remembered at once (bounded memory: hashes, not lines)
 MAX_RANKS = 1 << 14   # ranks remembered per shape
 _DIGITS = b"0123456789"
+# A hex address (`<urllib3.connection.HTTPSConnection object at 0x7f3ac1d2e5b0>`) holds letters
+# too: each retry line would be a shape of its own. Removed before the digits, and only from
+# a line that holds `0x`, so other lines pay one substring test.
+_HEX = re.compile(rb"0x[0-9a-fA-F]+")
 # On a shape (digits gone): does the line carry a rank or process label?
 _RANKISH = re.compile(rb"(?i)rank|default|worker|trainer|^\s*:|^\[,\]<|^[\w.-]{1,253}:: \[\]")
 # The labels themselves, bounded (a garbled line must not make a token kilobytes long): a
@@ -30,6 +37,13 @@ _RANKISH = re.compile(rb"(?i)rank|default|worker|trainer|^\s*:|^\[,\]<|^[\w.-]{1
 # a position's at its very start.
 _RANK_WORD = re.compile(rb"(?=[rdwt])(?:rank|default|worker|trainer)[^0-9\n]{0,3}[0-9]{1,9}")
 _RANK_LEAD = re.compile(rb"\s{0,8}\d{1,9}:|\[\d{1,9},\d{1,9}\]|[\w.-]{1,253}:\d{1,10}:\d{1,10} \[\d{1,5}\]")
+
+
+def bare(data: bytes) -> bytes:
+    """A line's (or a chunk's) shape bytes: without hex addresses and digits."""
+    if b"0x" in data:
+        data = _HEX.sub(b"", data)
+    return data.translate(None, _DIGITS)
 
 
 def _rank_id(data: bytes) -> int:
@@ -63,14 +77,14 @@ class Storms:
     def claim(self, data: bytes, lineno: int, shape: int | None = None) -> None:
         """Line `lineno` is read: it carries the copies of its shape skipped before it."""
         if self.pending:
-            copies = self.pending.pop(hash(data.translate(None, _DIGITS)) if shape is None else shape, 0)
+            copies = self.pending.pop(hash(bare(data)) if shape is None else shape, 0)
             if copies:
                 self.repeats[lineno] = copies
 
     def keep(self, data: bytes, lineno: int) -> bool:
         """Whether line `lineno` (its bytes) is read, or is one copy too many of its shape."""
-        bare = data.translate(None, _DIGITS)
-        shape = hash(bare)
+        line = bare(data)
+        shape = hash(line)
         counts = self.counts
         n = counts.get(shape, 0) + 1
         if n == 1 and len(counts) >= MAX_SHAPES:
@@ -82,7 +96,7 @@ class Storms:
         if n <= self._allowance(shape):
             rankish = self.rankish.get(shape)
             if rankish is None:
-                rankish = self.rankish[shape] = _RANKISH.search(bare) is not None
+                rankish = self.rankish[shape] = _RANKISH.search(line) is not None
             if rankish:
                 ranks = self.ranks.setdefault(shape, set())
                 if len(ranks) < MAX_RANKS:
@@ -90,19 +104,57 @@ class Storms:
             self.run = 0
             self.claim(data, lineno, shape)
             return True
+        self._drop(shape, lineno)
+        return False
+
+    def _drop(self, shape: int, lineno: int) -> None:
         if not self.dropped:
             self.first = lineno
         self.dropped += 1
         self.run += 1
         self.pending[shape] = self.pending.get(shape, 0) + 1
-        return False
+
+    def spent(self, data: bytes, lineno: int = 0, peek: bool = False) -> bool:
+        """Whether keep() would say no: the line's shape was read as often as it may be. Then,
+        unless `peek`, the line is counted as skipped (and the prefilter reads nothing around
+        it either); when it is not so, nothing is counted and keep() decides."""
+        shape = hash(bare(data))
+        n = self.counts.get(shape, 0)
+        # Once a shape is read as often as it may be, it stays so: its allowance grows only
+        # with the ranks of the copies read.
+        if n < KEEP or n < self._allowance(shape):
+            return False
+        if not peek:
+            self.counts[shape] = n + 1
+            self._drop(shape, lineno)
+        return True
+
+    def all_spent(self, lines: list, first: int) -> bool:
+        """Whether every one of `lines` (bytes; the first is line `first`) is a copy spent()
+        says no to; if so, each is counted as skipped, as spent() would one by one."""
+        shapes = bare(b"\n".join(lines)).split(b"\n")
+        counts, allowance = self.counts, self._allowance
+        tally = {}
+        for shape in map(hash, shapes):
+            tally[shape] = tally.get(shape, 0) + 1
+        if not all(counts.get(h, 0) >= allowance(h) for h in tally):
+            return False
+        pending = self.pending
+        for h, n in tally.items():
+            counts[h] += n
+            pending[h] = pending.get(h, 0) + n
+        if not self.dropped:
+            self.first = first
+        self.dropped += len(lines)
+        self.run += len(lines)
+        return True
 
     def covers(self, chunk: bytes) -> dict | None:
         """{shape: copies} of `chunk` (lines ending with a newline) when every line is a copy
         of a shape already read as often as it may be (then none of them needs reading);
         else None."""
-        bare = chunk.translate(None, _DIGITS)
-        lines = bare.split(b"\n")
+        shaped = bare(chunk)
+        lines = shaped.split(b"\n")
         shapes = set(lines)
         shapes.discard(b"")  # blank lines (and the piece after the final newline) say nothing
         counts = self.counts
@@ -112,7 +164,7 @@ class Storms:
             # One shape (most storms): every other line is blank, so each `shape\n` found
             # is one whole line, and counting them is exact.
             (shape,) = shapes
-            return {hash(shape): bare.count(shape + b"\n")}
+            return {hash(shape): shaped.count(shape + b"\n")}
         from collections import Counter
         return {hash(shape): n for shape, n in Counter(lines).items() if shape}
 

@@ -161,6 +161,27 @@ def test_a_healthy_log_selects_at_most_one_percent_of_its_lines_whatever_its_pre
     assert picked <= len(lines) // 100, picked
 
 
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_an_exception_repr_in_healthy_chatter_is_not_a_glued_name(monkeypatch, engine):
+    # `UnidentifiedImageError(...)` in a handled-error line (urllib3's `NewConnectionError(`
+    # alike) is a call, not names that ranks writing at once glued together: a log where one
+    # line in ten holds one selects at most 1% of its lines; glued names are still selected.
+    from classifier.diagnosis import prefilter
+    monkeypatch.setattr(prefilter, "HEAD", 0)
+    monkeypatch.setattr(prefilter, "TAIL", 0)
+    lines = [f"[rank{i % 8}]: skipped sample {i}: UnidentifiedImageError(cannot identify image "
+             f"file /data/{i}.jpg)" if i % 10 == 0 else line
+             for i, line in enumerate(healthy_lines(20000, seed=5, tricky=False))]
+    data = "".join(line + "\n" for line in lines).encode()
+    picked = sum(1 for _ in select_lines([data], "job.log", Warnings(), RULES.finder(engine)))
+    assert picked <= len(lines) // 100, picked
+    for glued in ("AttributeErrorAttributeError: 'NoneType' object has no attribute 'x'",
+                  "[rank1]: ...ds_summary()AssertionError", "ValueError      raise ValueError"):
+        data = "".join(line + "\n" for line in lines[:3000] + [glued] + lines[3000:6000]).encode()
+        texts = [line.text for line in select_lines([data], "job.log", Warnings(), RULES.finder(engine))]
+        assert any(glued.split("]: ")[-1] in text for text in texts), glued
+
+
 def _essence(result):
     """What a diagnosis decides: the cause, its rule and evidence, and what else was found."""
     return (result["category"], result.get("rule"), result.get("confidence"),

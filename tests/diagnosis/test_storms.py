@@ -120,3 +120,64 @@ def test_the_shapes_remembered_stay_bounded_whatever_the_lines_hold():
         assert len(tracker.counts) <= storms.MAX_SHAPES and len(tracker.rankish) <= storms.MAX_SHAPES
     assert all(type(key) is int for key in tracker.counts)
     assert all(len(ranks) <= storms.MAX_RANKS for ranks in tracker.ranks.values())
+
+
+def _urllib3_retry(address):
+    return ("WARNING:urllib3.connectionpool:Retrying (Retry(total=4, connect=None, read=None, "
+            "redirect=None, status=None)) after connection broken by 'NewConnectionError('<urllib3."
+            f"connection.HTTPSConnection object at 0x7f{address:x}>: Failed to establish a new "
+            "connection: [Errno 111] Connection refused')': /api/v1/metrics\n")
+
+
+def test_hex_addresses_do_not_make_each_copy_a_shape_of_its_own():
+    # Each urllib3 retry names its connection object's address: without masking it every
+    # retry was a shape of its own, and a healthy job's metrics retries were all read.
+    import random
+    rng = random.Random(3)
+    tracker = storms.Storms()
+    kept = sum(tracker.keep(_urllib3_retry(rng.getrandbits(40)).encode(), i + 1) for i in range(1000))
+    assert kept == storms.KEEP
+    assert storms.bare(b"at 0x7fAb12, step 3: cafe") == b"at , step : cafe"  # words stay
+
+
+def _retries_amid_chatter(count, every, failure_at=None):
+    import random
+    from noise import healthy_lines
+    rng = random.Random(5)
+    out = []
+    for i, line in enumerate(healthy_lines(count * every, seed=7, tricky=False)):
+        out.append(line + "\n")
+        if i % every == 0:
+            out.append(_urllib3_retry(rng.getrandbits(40)))
+        if i == failure_at:
+            out.append("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    return "".join(out).encode()
+
+
+@pytest.mark.parametrize("engine", ["re", "hyperscan"])
+def test_a_storm_copy_past_its_allowance_brings_no_window_and_chunks_of_them_are_counted_at_once(
+        monkeypatch, engine):
+    # Past KEEP, a retry line is counted and the lines around it are not read either; a chunk
+    # whose found lines are all such copies is counted in one go, with the same lines read,
+    # warnings and repeat counts as the walk line by line gives. A failure among them is read.
+    if engine == "hyperscan":
+        pytest.importorskip("hyperscan")
+    data = _retries_amid_chatter(6000, 10, failure_at=41_234)
+
+    def select(chunk_bytes):
+        warnings, repeats = Warnings(), {}
+        pieces = [data[i:i + chunk_bytes] for i in range(0, len(data), chunk_bytes)]
+        lines = list(prefilter.select_lines(pieces, "job", warnings, default_rules().finder(engine),
+                                            chunk_bytes=chunk_bytes, repeats=repeats))
+        return [(line.lineno, line.text) for line in lines], warnings.as_list(), repeats
+
+    for chunk_bytes in (16 << 10, MB):
+        fast = select(chunk_bytes)
+        with monkeypatch.context() as m:
+            m.setattr(prefilter._Selector, "_copies_only", lambda *args: False)
+            assert select(chunk_bytes) == fast
+        texts = [text for _, text in fast[0]]
+        retries_read = sum("urllib3" in text for text in texts)
+        assert retries_read <= storms.KEEP + (prefilter.HEAD + prefilter.TAIL) // 10 + 2
+        assert len(texts) < prefilter.HEAD + prefilter.TAIL + 13 * storms.KEEP  # of 66,000
+        assert any("illegal memory access" in text for text in texts)
