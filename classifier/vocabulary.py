@@ -92,6 +92,11 @@ OTHER_FAILURE_TERMS = (
     Term(r"^Killed$", ("killed",), raw="Killed"),
     Term(r"^Aborted", ("aborted",), raw="Aborted"),
     Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
+    # slurmstepd's errors, but not its swap warning that jobs which finish print too
+    Term(r"slurmstepd(?:-[\w.-]+)?: error: (?!Exceeded (?:job|step) memory limit at some point)",
+         ("slurmstepd",), raw="slurmstepd(?:-[A-Za-z0-9_.-]+)?: error:"),
+    # C++ extensions' NCCL check macros: `NCCL Error at global_exchange.cpp:16 value 4`
+    Term(r"\bNCCL [Ee]rror (?:at|in)\b", ("nccl error",), raw="NCCL [Ee]rror (?:at|in)"),
     Term(r"FAILED\b", ("failed",), raw=r"FAILED(?:[^A-Za-z0-9_]|$)"),
     # glog FATAL lines from C++ (`F1203 12:00:01.123 ...`): no word to gate on, only the shape.
     Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"f\d{4} \d\d:\d\d:\d\d",
