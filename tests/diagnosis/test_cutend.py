@@ -25,6 +25,10 @@ def _diagnose(tmp_path, text):
     ("nvcc fatal   : Unsupported gpu arc", "op_build_error"),
     # a digit inside a word is wording, not a number the pattern names
     ("ValueError: Your setup doesn", "precision_conflict"),
+    # a one-digit number is wording (`greater than 0`), and three names after the cut are
+    # variants of one message (`port`, `rank`, `world size` missing from a tcp:// URL)
+    ("[rank0]: AssertionError: Gradient accumulation steps: 0 has to be gr", "batch_size_mismatch"),
+    ("ValueError: Error initializing torch.distributed using tcp:// rendezvo", "env_var_missing"),
 ])
 def test_an_unambiguous_prefix_names_the_failure_with_lower_confidence(cut, category, tmp_path):
     d = _diagnose(tmp_path, HEAD + cut)
@@ -42,6 +46,8 @@ def test_an_unambiguous_prefix_names_the_failure_with_lower_confidence(cut, cate
     "TypeError: ReftTrainer.compute_loss() got an unexpected",
     # a number the rule names (ssh's 255) was cut off: `exit code 250` is no unreachable host
     "pdsh@worker-0: worker-1: ssh exi",
+    # the dtype that makes it a precision clash (Half, BFloat16) and not a Long index was cut
+    "RuntimeError: Expected object of scalar type Float but got",
 ])
 def test_a_prefix_cut_before_what_decides_is_not_a_cause(cut, tmp_path):
     d = _diagnose(tmp_path, HEAD + cut)
@@ -56,3 +62,9 @@ def test_a_cut_copy_of_a_repeated_healthy_warning_stays_healthy(tmp_path):
                "[localhost.localdomain]:12355 (errno: 97 - Address family not supported by protocol).")
     text = HEAD + (warning + "\n") * 3 + warning[:100]
     assert _diagnose(tmp_path, text)["category"] == "none"
+
+
+def test_a_cut_copy_of_a_repeated_failure_line_counts_as_one_more(tmp_path):
+    retry = "node1:2011:2011 [0] NCCL INFO Call to connect returned Connection timed out, retrying"
+    d = _diagnose(tmp_path, (retry + "\n") * 5 + retry[:-2])
+    assert d["category"] == "nccl_network" and d["facts"]["retries"] == 6
