@@ -49,8 +49,8 @@ def _partial_at_end(pattern, msg, rule, budget):
 
 
 def _admitted(pattern, text, start, rule, budget):
-    """Up to FREE characters the match starting at `start` may go on with after `text`, and
-    whether one of them completes it."""
+    """Up to 2 * FREE characters the match starting at `start` may go on with after `text`,
+    and whether one of them completes it."""
     out, complete = [], False
     # Probes are anchored where the match starts (a search from the line's start costs ~60x
     # more); a user's pattern is searched within the regex budget.
@@ -63,7 +63,7 @@ def _admitted(pattern, text, start, rule, budget):
         if m is not None and m.end() == len(text) + 1 and m.start() == start:
             out.append(c)
             complete = complete or not m.partial
-            if len(out) >= FREE:
+            if len(out) >= 2 * FREE:  # a letter's two cases are one way on
                 break
     return out, complete
 
@@ -94,7 +94,7 @@ def _decided_after_cut(pattern, msg, m, rule, budget) -> bool:
     text, start = msg, m.start()
     for _ in range(MAX_FORCED):
         nxt, complete = _admitted(pattern, text, start, rule, budget)
-        nxt = nxt if len(nxt) >= FREE else _one_way(nxt)
+        nxt = _one_way(nxt)
         if len(nxt) >= FREE or complete and len(nxt) == 1 and not nxt[0].isdigit():
             return False
         if len(nxt) >= LIST:
