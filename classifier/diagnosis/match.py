@@ -368,38 +368,5 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     # The last line with a message: a paste often ends in a bare label (`[rank3]:`, `> `).
     at = next((i for i in range(len(buf) - 1, -1, -1) if buf[i].msg), None)
     if at is not None:
-        yield from _cut_at_end(buf, at, index, seen, budget)
-
-
-def _cut_at_end(buf: deque, at: int, index: KeywordIndex, seen: set,
-                budget: RegexBudget) -> Iterator[Hit]:
-    """Hits on the input's very last line when it stops mid-message.
-
-    A paste cut at `... Some NCCL operations have failed or timed ou` still names its failure:
-    a pattern that matches up to the end of the text and would go on matching (a partial
-    match) counts there, and only there, when it covers at least MIN_CUT characters. The
-    values captured up to the cut are kept except the one the cut may have shortened.
-    """
-    line = buf[at]
-    # A cut stops inside a word: a line ending in a number, punctuation or a separator may
-    # well be complete.
-    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalpha():
-        return
-    budget.start(line)
-    for rule in index.rules_cut_at_end(line.msg):
-        if (rule.id, line.source, line.lineno) in seen:
-            continue
-        for pattern in rule.patterns:
-            m = budget.search(pattern, line.msg, rule.builtin, partial=True)
-            if m is None or not m.partial or m.end() - match_start(m) < MIN_CUT:
-                continue
-            if m.end() != len(line.msg) or (rule.exclude and _excluded(rule, line.msg, budget)):
-                continue
-            if rule.context and not _has_context(rule, buf, at, budget):
-                continue  # a cut line needs the context a whole one does
-            facts = {k: v.strip() for k, v in m.groupdict().items()
-                     if v and v.strip() and m.end(k) < m.end()}
-            facts["message_cut"] = "the log ends in the middle of this message"
-            seen.add((rule.id, line.source, line.lineno))
-            yield Hit(rule, [line], facts)
-            break
+        from classifier.diagnosis.cutend import cut_at_end  # imports this module
+        yield from cut_at_end(buf, at, index, seen, budget)

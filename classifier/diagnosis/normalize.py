@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from classifier.precompiled import re_compile
 from classifier.diagnosis.paste import repaired
 from classifier.diagnosis.read import RawLine
+from classifier.diagnosis.typography import plain_chars
 
 # CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
 _ANSI = re_compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -329,20 +330,6 @@ def unwrap(text: str) -> str:
         import html  # html.entities is a large table: only for lines that hold an entity
         text = html.unescape(text)
     return text
-
-
-# What a copy out of a rendered page puts in place of plain characters: no-break and other
-# typographic spaces, zero-width marks. The rules read the plain ones. (Curly quotes stay: the
-# prefilter selects raw lines by their straight-quoted frames, and must see what rules see.)
-_WEB_CHARS = str.maketrans({
-    **dict.fromkeys(map(chr, (0xA0, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)), " "),
-    **dict.fromkeys(map(chr, (0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)), None),
-})
-
-
-def plain_chars(text: str) -> str:
-    """`text` with web-copy spaces and zero-width marks made plain."""
-    return text if text.isascii() else text.translate(_WEB_CHARS)
 
 
 _ESCAPED_TRACEBACK = re_compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')

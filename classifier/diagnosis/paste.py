@@ -90,7 +90,7 @@ def _wrapped_at_end(text: str, after: str) -> bool:
     ends in text (not the padding of a right-padded paste, not a box's edge) and the next line
     goes on with something else than a sibling line of the same shape (`kernel: NVRM: Xid`)."""
     return (not _uncut_end(text) and after.strip() != "" and not _ruler(text)
-            and _DIGITS.sub("", after[:8]) != _DIGITS.sub("", text[:8]))
+            and not _same_start(text, after))
 
 
 def wrap_width(texts: list[str]) -> int | None:
@@ -112,27 +112,45 @@ def wrap_width(texts: list[str]) -> int | None:
     at = {_DIGITS.sub("", t) for t, after in zip(texts, texts[1:] + [""])
           if len(t) == width and _wrapped_at_end(t, after)}
     # a spike at the column: more lines end exactly there than at the 8 columns before it
-    # together, per column, many times over
-    near = len({t for t in texts if width - 8 <= len(t) < width})
+    # together, per column, many times over (a wrapped line's last piece, after a piece at
+    # the column, is no line of its own)
+    near = len({t for t, before in zip(texts, [""] + texts)
+                if width - 8 <= len(t) < width and len(before) != width})
     if len(at) >= MIN_WRAPPED and len(at) > near / 4:
         return width
     # Too few lines to tell by counting (a short paste, one message wrapped): a terminal's
-    # usual width, that no line passes and a line breaks off at inside a word, is taken.
-    if width in TERMINAL_WIDTHS and not near and any(
-            len(t) == width and _broken_in_word(t, after) for t, after in zip(texts, texts[1:])):
-        return width
+    # usual width, that no line passes and lines break off at inside a word, is taken, unless
+    # as many whole lines end just short of it (text its program wrapped itself).
+    if width in TERMINAL_WIDTHS:
+        broken = sum(len(t) == width and _broken_in_word(t, after)
+                     for t, after in zip(texts, texts[1:]))
+        if broken and 2 * broken > near:
+            return width
     return None
 
 
+def _same_start(text: str, other: str) -> bool:
+    """Whether two lines begin alike, digits aside: the same label or message head."""
+    return _DIGITS.sub("", text[:8]) == _DIGITS.sub("", other[:8])
+
+
 def _broken_in_word(text: str, after: str) -> bool:
-    """A line that stops inside a word and a next line that goes on with it (`timeo` + `ut:`);
-    a whole frame head (`..., line 422, in save`) is a line of its own."""
+    """A line that stops inside a word and a next line that goes on with it (`timeo` + `ut:`),
+    or at the one blank between two words (`is not` + ` equal`); a whole frame head (`...,
+    line 422, in save`) is a line of its own."""
     a, b = text[-1:], after[:1]
     # letters on both sides, or digits on both: `cpp:265` then `terminate` is two lines, and
     # so is `compile` then `PyTorch` (a lower-case letter never wraps into a capital)
     inside = (a.isalpha() and b.isalpha() and not (a.islower() and b.isupper())) or \
-        (a.isdigit() and b.isdigit())
-    return inside and _wrapped_at_end(text, after) and not _FRAME_END.search(text)
+        (a.isdigit() and b.isdigit()) or (a == "_" and b.isalnum()) or (b == "_" and a.isalnum())
+    # A terminal breaks a sentence at its column, blank included: one blank, then a word that
+    # goes on with it (`is not` + ` equal`, `failed to ` + `connect`), which neither an
+    # indented line (two blanks or more) nor a new message (none, or a capital) starts with.
+    at_blank = (b == " " and after[1:2].isalnum() and not a.isspace()) or \
+        (a == " " and not text[-2:-1].isspace() and b.isalnum() and not b.isupper())
+    # A frame head that fills the column may be whole: its source line follows, indented.
+    return (inside or at_blank) and _wrapped_at_end(text, after) and \
+        not (_FRAME_END.search(text) and b.isspace())
 
 
 def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None:
@@ -220,7 +238,12 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
     for raw in itertools.chain(head, it):
         line = fixed(raw)
         if pieces:
-            if line.lineno == pieces[-1].lineno + 1 and sum(len(p.text) for p in pieces) < MAX_JOINED:
+            # A piece at the column may be a whole line that fills it: a next line that starts
+            # as the first piece did (the next rank's, the next timestamp's, another host's
+            # label) is a line of its own.
+            if line.lineno == pieces[-1].lineno + 1 and sum(len(p.text) for p in pieces) < MAX_JOINED \
+                    and not _same_start(pieces[0].text, line.text) \
+                    and not (known(line.text) and known(pieces[0].text)):
                 pieces.append(line)
                 if len(line.text) == width:
                     continue

@@ -193,3 +193,69 @@ def test_a_cut_last_message_is_read_behind_a_bare_trailing_label(form, tmp_path)
     log = tmp_path / "paste.log"
     log.write_text("\n".join(form + t for t in lines))
     assert diagnose_job([str(log)])["category"] == "config_field_error"
+
+
+@pytest.mark.parametrize("pieces", [
+    # broken at the blank between two words: the blank starts the next line or ends this one
+    ["[rank0]: AssertionError: Check batch related parameters. train_batch_size is not",
+     " equal to micro_batch_per_gpu * gradient_acc_step * world_size 8 != 2 * 1 * 1"],
+    ["[W427 01:04:16.149509694 socket.cpp:752] [c10d] The client socket has failed to ",
+     "connect to [::ffff:198.18.0.1]:3254 (errno: 110 - Connection timed out)."],
+    # inside an identifier, at its underscore
+    ["[rank0]: AssertionError: Check batch related parameters. train_batch_size is not equal "
+     "to micro_batch_per_gpu * gradient", "_acc_step * world_size 8 != 2 * 1 * 1"],
+])
+def test_a_short_paste_wrapped_between_words_is_joined(pieces):
+    assert len(pieces[0]) in (80, 120)
+    text = "\n".join(["Loading extension module cpu_adam...", *pieces, "done"])
+    whole = "".join(pieces)
+    assert (2, whole.replace("[rank0]: ", "")) in _msgs(text)
+    assert (3, "") in _msgs(text)  # the second piece's number, blank
+
+
+def test_a_frame_head_broken_in_its_function_name_is_joined():
+    head = '  File "/home/u/conda/envs/tf51/lib/python3.12/site-packages/trl/trainer/grpo.py", line 817, in _get_per'
+    head = head.replace("/u/", "/" + "u" * (120 - len(head) + 1) + "/")
+    assert len(head) == 120
+    lines = ["Traceback (most recent call last):", head, "_token_logps",
+             "    for i in range(0, input_ids.size(0), batch_size):",
+             "ValueError: range() arg 3 must not be zero"]
+    assert (2, (head + "_token_logps").strip()) in _msgs("\n".join(lines))
+
+
+def test_a_line_that_fills_the_column_is_not_joined_to_a_line_of_the_same_start():
+    # the width is plain from the wrapped frames; the `raise` line fills the column by itself,
+    # and the next line starts with the same rank label: two lines, as the terminal showed them
+    wrapped = []
+    for op in ("all_reduce", "all_gather", "barrier"):
+        frame = (f'[rank0]:   File "/work/venv/lib/python3.11/site-packages/torch/distributed/'
+                 f'{op}/distributed_c10d.py", line 3, in {op}_' + "x" * 60)
+        wrapped += [frame[:120], frame[120:]]
+    whole = '[rank1]:     raise ValueError(f"expected input of shape [4, {a.hidden}] but batch ' \
+        '{step} has shape [4, {a.hiddensize}]")'
+    assert len(whole) == 120
+    error = "[rank1]: ValueError: expected input of shape [4, 8] but batch 0 has shape [4, 7]"
+    msgs = _msgs("\n".join(wrapped + [whole, error]))
+    assert (8, "ValueError: expected input of shape [4, 8] but batch 0 has shape [4, 7]") in msgs
+    # nor to a line behind another host's label
+    hosts = ["node-a: [rank0]: RuntimeError: Connection closed by peer [127.0.0.1]:3509. This is "
+             "typically caused by a remote worker crashing.", "node-b: [rank2]: Traceback (most "
+             "recent call last):"]
+    wrapped = [f"node-a: [rank0]: torch.distributed.DistBackendError: NCCL error in: {op}" + "y" * 80
+               for op in ("all_reduce", "all_gather", "barrier")]
+    wide = len(hosts[0])
+    text = "\n".join([w[:wide] + "\n" + w[wide:] for w in wrapped] + hosts)
+    lines = normalize([RawLine("x", i, t) for i, t in enumerate(text.split("\n"), 1)])
+    assert ("node-b", "Traceback (most recent call last):") in [(ln.host, ln.msg) for ln in lines]
+
+
+@pytest.mark.parametrize("lines", [
+    # a line of a usual width ending in a blank, then a new message with a capital
+    ["[INFO] [engine.py:1200:_configure] Using client Optimizer as basic optimizer, step ".ljust(79, "x") + " ",
+     "Traceback (most recent call last):"],
+    # a frame head that fills the column, its source line indented under it
+    ['  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py", line 1, in '.ljust(117, "_") + "run",
+     "    self.optimizer.step()"],
+])
+def test_a_line_of_a_usual_width_that_ends_whole_is_not_a_wrap(lines):
+    assert wrap_width(lines + ["done"]) is None

@@ -1,0 +1,154 @@
+"""A paste that stops in the middle of its last message: what the cut prefix still proves.
+
+`... Some NCCL operations have failed or timed ou` still names a collective timeout: a rule
+pattern that matches up to the end of the text and would go on matching (a partial match)
+counts there, and only there, when it covers at least MIN_CUT characters, with lower
+confidence (the hit carries `message_cut`). The values captured up to the cut are kept except
+the one the cut may have shortened.
+
+A prefix counts only when it is unambiguous, that is, when the rest of the line could not
+have told another story:
+- a copy of an earlier whole line is known to its end: it matches what that line matches
+  (torch's `... cannot be initialized to connect to [localhost.localdom`, a warning repeated
+  for each address, is healthy once it goes on to `errno: 97`; a cut NCCL retry is a retry);
+- a rule that decides after the cut: a pattern whose still-unmatched part is a choice among
+  named alternatives (`... keyword argument '(dispatch_batches|split_batches|...)'`) or a
+  code of two digits or more (`exit code 255`) has not yet read what decides it, and does
+  not fire;
+- other rules: when such an undecided rule is of another category than the rules that would
+  fire (`TypeError: Accelerator.__init__() got an unexpected` may go on to a renamed API, a
+  scheduler argument or an optimizer's), the words that decide were cut off, and none fires.
+"""
+
+from collections import deque
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from classifier.diagnosis.budget import UNTIMED_TEXT
+from classifier.diagnosis.match import (
+    MIN_CUT, _CODE_LINE, Hit, KeywordIndex, _excluded, _has_context, match_start)
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.budget import RegexBudget
+
+# The next characters a continuation is probed with: letters and digits first, so that free
+# text is told by its first FREE probes.
+_PROBE = "abcdefghijklmnopqrstuvwxyz0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ" + "".join(
+    c for c in map(chr, range(33, 127)) if not c.isalnum())
+MAX_FORCED = 48  # characters of fixed wording followed after the cut before giving up
+FREE = 8         # a rest that admits this many next characters is free text, a number or a name
+LIST = 4         # ... and this many, a list of names (fewer: variants of one wording)
+
+
+def _partial_at_end(pattern, msg, rule, budget):
+    """The partial match of `pattern` that reaches the end of `msg`, or None."""
+    m = budget.search(pattern, msg, rule.builtin, partial=True)
+    if m is None or m.end() != len(msg) or m.end() - match_start(m) < MIN_CUT:
+        return None
+    return m
+
+
+def _admitted(pattern, text, start, rule, budget):
+    """Up to 2 * FREE characters the match starting at `start` may go on with after `text`,
+    and whether one of them completes it."""
+    out, complete = [], False
+    # Probes are anchored where the match starts (a search from the line's start costs ~60x
+    # more); a user's pattern is searched within the regex budget.
+    anchored = rule.builtin and len(text) <= UNTIMED_TEXT
+    for c in _PROBE:
+        if anchored:
+            m = pattern.match(text + c, start, partial=True)
+        else:
+            m = budget.search(pattern, text + c, rule.builtin, partial=True, pos=start)
+        if m is not None and m.end() == len(text) + 1 and m.start() == start:
+            out.append(c)
+            complete = complete or not m.partial
+            if len(out) >= 2 * FREE:  # a letter's two cases are one way on
+                break
+    return out, complete
+
+
+def _one_way(chars: list[str]) -> list[str]:
+    """The next characters that are different ways on: a letter's two cases, an optional blank
+    before the next character and a quote of either kind are one way each."""
+    ways = sorted({"'" if c == '"' else c.lower() for c in chars})
+    return [c for c in ways if c != " "] or ways
+
+
+def _fixed_number(pattern, text, start, rule, budget) -> bool:
+    """Whether the pattern goes on at `text` with a fixed number of two digits or more: a code
+    (an exit status, an errno) whose value the cut line never showed."""
+    for _ in range(2):
+        nxt, _complete = _admitted(pattern, text, start, rule, budget)
+        if len(nxt) != 1 or not nxt[0].isdigit():
+            return False
+        text += nxt[0]
+    return True
+
+
+def _decided_after_cut(pattern, msg, m, rule, budget) -> bool:
+    """Whether what decides the pattern lies after the cut: the rest of it is followed while it
+    is fixed wording (one way on); a choice among a few ways (a list of names) or a fixed
+    number (`exit code 255`) met on the way was not read, while a complete match or free text
+    (many ways on) means the cut prefix already said what the pattern asks."""
+    text, start = msg, m.start()
+    for _ in range(MAX_FORCED):
+        nxt, complete = _admitted(pattern, text, start, rule, budget)
+        nxt = _one_way(nxt)
+        if len(nxt) >= FREE or complete and len(nxt) == 1 and not nxt[0].isdigit():
+            return False
+        if len(nxt) >= LIST:
+            return True   # a list of names: the one that decides was cut off
+        if len(nxt) != 1:
+            return False  # a wording's variants (`status` or `code`, `sm_` or `compute_`)
+        if nxt[0].isdigit() and not text[-1:].isalnum() and _fixed_number(pattern, text, start, rule, budget):
+            return True   # a code the pattern names (`exit code 255`; not `bf16`, `than 0`)
+        text += nxt[0]
+    return False
+
+
+def cut_at_end(buf: deque, at: int, index: KeywordIndex, seen: set,
+               budget: "RegexBudget") -> Iterator[Hit]:
+    """Hits on the input's very last line, buf[at], when it stops mid-message (see above)."""
+    line = buf[at]
+    # A cut stops inside a word: a line ending in a number, punctuation or a separator may
+    # well be complete.
+    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalpha():
+        return
+    # A copy of an earlier whole line (a warning or a retry printed again and again) is known to
+    # its end: the rules that whole line matches are the ones the cut copy matches.
+    whole = next((other.msg for other in reversed(buf) if len(other.msg) > len(line.msg)
+                  and other.msg.startswith(line.msg)), None)
+    budget.start(line)
+    found, open_ = [], set()  # the rules that fire; categories whose deciding words were cut
+    for rule in index.rules_cut_at_end(line.msg):
+        if (rule.id, line.source, line.lineno) in seen:
+            continue
+        for pattern in rule.patterns:
+            m = _partial_at_end(pattern, line.msg, rule, budget)
+            if m is None or not m.partial:
+                continue
+            if rule.context and not _has_context(rule, buf, at, budget):
+                break  # a cut line needs the context a whole one does
+            if rule.exclude and _excluded(rule, line.msg, budget):
+                break
+            if whole is not None:
+                if budget.search(pattern, whole, rule.builtin) is None or \
+                        (rule.exclude and _excluded(rule, whole, budget)):
+                    continue
+            elif _decided_after_cut(pattern, line.msg, m, rule, budget):
+                open_.add(rule.category)
+                continue  # a shorter pattern of the rule may have read all it needs
+            found.append((rule, m))
+            break
+    # Another category's rule that the cut stopped before its deciding words might have been
+    # the whole line's: then the prefix proves none of them. Rules that each read all they
+    # check are weighed by root cause, as on a whole line.
+    if open_ - {rule.category for rule, _ in found}:
+        return
+    for rule, m in found:
+        facts = {k: v.strip() for k, v in m.groupdict().items()
+                 if v and v.strip() and m.end(k) < m.end()}
+        facts["message_cut"] = "the log ends in the middle of this message"
+        seen.add((rule.id, line.source, line.lineno))
+        yield Hit(rule, [line], facts)

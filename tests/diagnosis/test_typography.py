@@ -1,0 +1,59 @@
+"""Pastes through forums, chat tools and word processors: smart punctuation read as ASCII."""
+
+import pytest
+
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.read import RawLine
+from classifier.diagnosis.typography import plain_chars
+
+
+@pytest.mark.parametrize("pasted, plain", [
+    ("KeyError: \u2018LOCAL_RANK\u2019", "KeyError: 'LOCAL_RANK'"),
+    ("  File \u201c/opt/conda/lib/python3.10/site-packages/deepspeed/__init__.py\u201d, line 171",
+     '  File "/opt/conda/lib/python3.10/site-packages/deepspeed/__init__.py", line 171'),
+    ("TypeError: FusedAdam.__init__() got an unexpected keyword argument \u2018beta\u2019",
+     "TypeError: FusedAdam.__init__() got an unexpected keyword argument 'beta'"),
+    ("deepspeed \u2014num_gpus=8 train.py \u2013deepspeed ds_config.json",   # Word's `--`
+     "deepspeed --num_gpus=8 train.py --deepspeed ds_config.json"),
+    ("2024-01-01 12:00:00,118 \u2013 ERROR \u2013 trainer \u2013 loss is nan",  # a lone ` - `
+     "2024-01-01 12:00:00,118 - ERROR - trainer - loss is nan"),
+    ("Loading extension module cpu_adam\u2026", "Loading extension module cpu_adam..."),
+    ("rank\u00a03:\u200b step", "rank 3: step"),
+    ("plain ascii stays 'as' \"is\" -- ...", "plain ascii stays 'as' \"is\" -- ..."),
+])
+def test_smart_punctuation_is_folded(pasted, plain):
+    assert plain_chars(pasted) == plain
+
+
+def test_folding_keeps_line_numbers_and_the_pasted_text():
+    raw = ["Traceback (most recent call last):",
+           "  File \u201c/w/train.py\u201d, line 9, in <module>",
+           "    local_rank = int(os.environ[\u2018LOCAL_RANK\u2019])",
+           "KeyError: \u2018LOCAL_RANK\u2019"]
+    lines = list(normalize([RawLine("x", i, t) for i, t in enumerate(raw, 1)]))
+    assert [line.lineno for line in lines] == [1, 2, 3, 4]
+    assert lines[3].msg == "KeyError: 'LOCAL_RANK'"
+    assert lines[3].text == raw[3]  # evidence shows what was pasted
+
+
+@pytest.mark.parametrize("lines, category", [
+    (["[rank0]: Traceback (most recent call last):",
+      "[rank0]:   File \u201c/w/train.py\u201d, line 40, in <module>",
+      "[rank0]:     model, optimizer, _, _ = deepspeed.initialize(args=args, model=model)",
+      "[rank0]:   File \u201c/opt/conda/lib/python3.10/site-packages/torch/optim/adamw.py\u201d, "
+      "line 53, in __init__",
+      "[rank0]: TypeError: FusedAdam.__init__() got an unexpected keyword argument \u2018beta\u2019"],
+     "config_field_error"),
+    (["Traceback (most recent call last):",
+      "  File \u201c/w/train.py\u201d, line 9, in <module>",
+      "    local_rank = int(os.environ[\u2018LOCAL_RANK\u2019])",
+      "KeyError: \u2018LOCAL_RANK\u2019"], "env_var_missing"),
+])
+def test_a_smartened_paste_keeps_its_diagnosis(lines, category, tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert diagnose_job([str(log)])["category"] == category
+    plain = tmp_path / "plain.log"
+    plain.write_text(plain_chars("\n".join(lines)) + "\n", encoding="utf-8")
+    assert diagnose_job([str(plain)])["category"] == category
