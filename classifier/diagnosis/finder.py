@@ -1,4 +1,5 @@
-"""The prefilter's line finders: which lines of a chunk hold a rule keyword or a failure marker.
+"""The prefilter's line finders: which lines of a chunk hold a rule keyword or a failure marker;
+and the matcher's keyword finder, which keywords a line holds (KeywordSubstrings).
 
 Both engines select exactly the same lines: Hyperscan, which matches every gate in one pass
 (its compiled database cached between runs), and a pure-Python trie of literal hints whose
@@ -7,7 +8,7 @@ before and after it the readers downstream may look at.
 """
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from classifier.diagnosis.hsdb import load_database
@@ -120,6 +121,95 @@ class HyperscanFinder:
     def line_starts(self, chunk: bytes) -> list[int]:
         """Sorted offsets of the starts of lines in `chunk` that a gate matches."""
         return list(self.scan(chunk))
+
+
+GRAM = 4  # characters of a keyword's start that the pure-Python substring finder looks up
+# Lines a KeywordIndex answers in Python before it loads Hyperscan ("auto"): importing the
+# wheel (a 6.5 MB library) and loading its database cost ~5 ms of CPU, about what ~500 lines
+# cost more in Python (~10 us a line against ~2 us), so a small log never pays for it.
+HYPERSCAN_AFTER = 500
+_SLICES: list[slice] = []  # _SLICES[i]: the GRAM characters from i, reused by every line
+_MAX_SLICES = 8192
+
+
+def _hyperscan_keywords(lows: Sequence[str]):
+    """(database, scratch) matching `lows` caselessly, from the cache; None without Hyperscan."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    import re
+    db = load_database([re.escape(kw).encode("utf-8") for kw in lows],
+                       hyperscan.HS_FLAG_CASELESS, "hyperscan-keywords")
+    return db, hyperscan.Scratch(db)
+
+
+def _collect(keyword_id, _start, _end, _flags, found):
+    found.append(keyword_id)
+
+
+class KeywordSubstrings:
+    """Which keywords occur in a lower-cased line, anywhere: by first position, longest first.
+
+    Python looks each GRAM-character piece of the line up among the keywords' first GRAM
+    characters, then asks `in` for the keywords there; Hyperscan (its database cached) reports
+    every keyword at every position. Both give exactly the same list.
+    """
+
+    def __init__(self, lows: Sequence[str], engine: str = "auto") -> None:
+        self._lows = list(lows)  # lower-cased keywords; Hyperscan reports their indices
+        self._by_gram, self._short = {}, []
+        for kw in self._lows:
+            if len(kw) < GRAM:
+                self._short.append(kw)
+            else:
+                self._by_gram.setdefault(kw[:GRAM], []).append(kw)
+        self._grams = frozenset(self._by_gram)
+        self._hyperscan = None
+        # Lines still to answer in Python; None: Python for good ("re", or no Hyperscan wheel).
+        self._left = {"auto": HYPERSCAN_AFTER, "hyperscan": 0}.get(engine) if self._lows else None
+        self._required = engine == "hyperscan"
+
+    @property
+    def name(self) -> str:
+        """The engine answering now: 'hyperscan' or 'python'."""
+        return "python" if self._hyperscan is None else "hyperscan"
+
+    def __call__(self, low: str) -> Sequence[str]:
+        """The keywords in `low` (lower-cased), ordered by where each first occurs, longest first."""
+        if self._left is not None:
+            if self._left > 0:
+                self._left -= 1
+            else:
+                self._left = None
+                self._hyperscan = _hyperscan_keywords(self._lows)
+                if self._hyperscan is None and self._required:
+                    raise ImportError("the hyperscan wheel is not installed")
+        if self._hyperscan is not None:
+            db, scratch = self._hyperscan
+            ids = []
+            db.scan(low.encode("utf-8", "surrogatepass"), match_event_handler=_collect,
+                    context=ids, scratch=scratch)
+            found = {self._lows[i] for i in ids}
+        else:
+            found = [kw for kw in self._short if kw in low]
+            n = len(low) - GRAM + 1
+            if n > 0:
+                by_gram = self._by_gram
+                pieces = map(low.__getitem__, _slices(n)) if n <= _MAX_SLICES else \
+                    (low[i:i + GRAM] for i in range(n))
+                found += [kw for gram in self._grams.intersection(pieces)
+                          for kw in by_gram[gram] if kw in low]
+        if not found:
+            return ()
+        # Two keywords that start at the same place and are as long are the same keyword.
+        return sorted(found, key=lambda kw: (low.find(kw), -len(kw)))
+
+
+def _slices(n: int) -> list[slice]:
+    if len(_SLICES) < n:
+        _SLICES.extend(slice(i, i + GRAM) for i in range(len(_SLICES), n))
+    return _SLICES[:n]
 
 
 def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),

@@ -1,7 +1,7 @@
 """Stage 3: find rule hits in a stream of normalised lines.
 
-Literal keywords gate the regexes: one alternation of all keywords runs over each line, and
-a rule's patterns run only where one of its keywords occurs. A pattern is tried on the line
+Literal keywords gate the regexes: every keyword a line holds is found in one pass
+(finder.KeywordSubstrings), and a rule's patterns run only where one of its keywords occurs. A pattern is tried on the line
 alone, then on short windows of neighbouring lines joined by a space, so a message that a
 logger or terminal hard-wrapped still matches.
 """
@@ -115,15 +115,13 @@ def keyword_gate(keyword: str, exact: bool = False) -> str:
     return head
 
 
-def _collect(keyword_id, _start, _end, _flags, found):
-    found.append(keyword_id)
-
-
 class KeywordIndex:
     """Maps the keywords found in a line to the rules they gate."""
 
     def __init__(self, rules: Iterable["Rule"], engine: str = "auto") -> None:
-        self._engine = engine  # "auto": Hyperscan where its wheel is installed; "re": the trie
+        # "auto": Hyperscan once a run has asked enough lines, where its wheel is installed;
+        # "re": Python only; "hyperscan": from the first line (finder.KeywordSubstrings).
+        self._engine = engine
         # A keyword is (text, exact case): lower-cased text unless its rule says exact_case.
         self._rules_of = {}
         for rule in rules:
@@ -132,11 +130,12 @@ class KeywordIndex:
         # Compiled on first use (an ordinary log meets a handful of the ~500 keywords).
         self._bounded = {}
         lows = sorted({text.lower() for text, _ in self._rules_of}, key=lambda kw: (-len(kw), kw))
-        # Longest-first alternation can shadow a shorter keyword inside a longer one, so each
-        # keyword found also asks every keyword inside it, longest first (_inside()).
+        # Each keyword found also asks every keyword inside it, longest first (_inside()): the
+        # order keywords are asked in is the order of the rules a line returns.
         self._keys = sorted(self._rules_of, key=lambda key: -len(key[0]))  # ties: rule order
         self._order = {key: i for i, key in enumerate(self._keys)}
         self._inside_of = {}
+        self._key_lows = None
         self._lows = lows
         self._finder = None  # built on the first line: see _substrings()
         self._cut_prefixes = None  # built on first use: only an input's last line asks
@@ -185,48 +184,21 @@ class KeywordIndex:
         return out
 
     def _substrings(self, low: str) -> Sequence[str]:
-        """The keywords in the lower-cased line, by where they start, the longest first.
+        """The keywords in the lower-cased line, anywhere, by where they start, the longest first.
 
-        Hyperscan (its database cached, so nothing is compiled per run) reports every keyword
-        at every position. Without it, a trie regex answers "any keyword here?", and its
-        lookahead form finds the longest keyword at each position; the ones it shadows are
-        asked through _inside(). Either way a keyword still counts only where bounded() finds
-        it in the line as written.
+        A keyword still counts only where bounded() finds it in the line as written.
         """
         if self._finder is None:
-            self._finder = self._make_finder()
-        kind, first, second = self._finder
-        if kind == "hyperscan":
-            ids = []
-            first.scan(low.encode("utf-8", "surrogatepass"), match_event_handler=_collect,
-                       context=ids, scratch=second)
-            if not ids:
-                return ()
-            found = {self._lows[i] for i in ids}
-            return sorted(found, key=lambda kw: (low.find(kw), -len(kw)))
-        if first is None or first.search(low) is None:
-            return ()
-        return list(dict.fromkeys(second.findall(low)))
-
-    def _make_finder(self):
-        if self._lows and self._engine != "re":
-            from classifier.diagnosis.hsdb import load_database
-            try:
-                import hyperscan
-                db = load_database([re.escape(kw).encode("utf-8") for kw in self._lows],
-                                   hyperscan.HS_FLAG_CASELESS, "hyperscan-keywords")
-                return "hyperscan", db, hyperscan.Scratch(db)
-            except ImportError:
-                pass
-        if self._lows:
-            trie = trie_regex(self._lows)
-            return "re", re.compile(trie), re.compile("(?=(" + trie + "))")
-        return "re", None, None
+            from classifier.diagnosis.finder import KeywordSubstrings
+            self._finder = KeywordSubstrings(self._lows, self._engine)
+        return self._finder(low)
 
     def _inside(self, found: str) -> list:
         keys = self._inside_of.get(found)
         if keys is None:
-            keys = self._inside_of[found] = [k for k in self._keys if k[0].lower() in found]
+            if self._key_lows is None:  # lower-cased once, not for every keyword found
+                self._key_lows = [(key[0].lower(), key) for key in self._keys]
+            keys = self._inside_of[found] = [key for low, key in self._key_lows if low in found]
         return keys
 
     def _word_start(self, key: tuple) -> "re.Pattern":

@@ -99,20 +99,47 @@ def test_select_names_the_rules_own_keywords_and_a_bounded_reach(tmp_path, selec
         load_rules([tmp_path])
 
 
-def test_hyperscan_and_the_trie_find_the_same_rules_in_the_same_order():
-    # KeywordIndex asks Hyperscan's cached database where the wheel is installed; the trie is
-    # the fallback. Both must answer every corpus line alike, order included (hit order).
+def test_hyperscan_and_python_find_the_same_rules_in_the_same_order():
+    # KeywordIndex answers a run's first lines in Python and later ones with Hyperscan's
+    # cached database where the wheel is installed. Both must answer every corpus line alike,
+    # order included (hit order), and so must "auto" across its switch.
     pytest.importorskip("hyperscan")
     from classifier.corpus.evaluate import find_cases
+    from classifier.diagnosis.finder import HYPERSCAN_AFTER
     from classifier.diagnosis.normalize import normalize
     from classifier.diagnosis.read import Warnings, read_lines
     from classifier.rules.load import default_rules
     from conftest import ROOT
     rules = default_rules().rules
-    fast, trie = KeywordIndex(rules), KeywordIndex(rules, engine="re")
+    fast, python = KeywordIndex(rules, engine="hyperscan"), KeywordIndex(rules, engine="re")
+    auto = KeywordIndex(rules)
     checked = 0
     for log, _ in find_cases(ROOT / "corpus"):
         for line in normalize(read_lines(str(log), Warnings())):
-            assert fast.rules_for(line.msg) == trie.rules_for(line.msg), line.msg
+            want = fast.rules_for(line.msg)
+            assert want == python.rules_for(line.msg) == auto.rules_for(line.msg), line.msg
+            assert fast._substrings(line.msg.lower()) == python._substrings(line.msg.lower())
             checked += 1
-    assert fast._finder[0] == "hyperscan" and trie._finder[0] == "re" and checked > 50_000
+            if checked == HYPERSCAN_AFTER // 2:
+                assert auto._finder.name == "python"  # a small log never loads Hyperscan
+    assert (fast._finder.name, python._finder.name, auto._finder.name) == ("hyperscan", "python", "hyperscan")
+    assert checked > 50_000
+
+
+def test_python_keyword_finder_agrees_on_odd_lines():
+    # Lines shorter than a gram, longer than the reused slices, non-ASCII and lone surrogates
+    # (undecodable bytes): the Python finder must list what Hyperscan lists, in its order.
+    pytest.importorskip("hyperscan")
+    from classifier.diagnosis.finder import KeywordSubstrings
+    from classifier.rules.load import default_rules
+    index = KeywordIndex(default_rules().rules)
+    lows = index._lows
+    fast, python = KeywordSubstrings(lows, "hyperscan"), KeywordSubstrings(lows, "re")
+    lines = ["", "x", "xid", "oo", "ıd: xid", "İstanbul cuda out of memory",
+             "a" * 9000 + " cuda out of memory " + "nccl timeout " * 20,
+             "seg\udcfffault nccl error\udc80", "ſegmentation fault timeout"]
+    lines += [kw for kw in lows[::7]] + [kw[:-1] for kw in lows[::11]]
+    for line in lines:
+        low = line.lower()
+        assert python(low) == fast(low), line[:80]
+    assert (fast.name, python.name) == ("hyperscan", "python")
