@@ -109,6 +109,8 @@ def wrap_width(texts: list[str]) -> int | None:
         return None
     if width < MIN_WIDTH:
         return None
+    if all(len(t) == width for t in texts if t.strip()):
+        return None  # every line as wide (a padded table such as sacct's): no piece is a rest
     at = {_DIGITS.sub("", t) for t, after in zip(texts, texts[1:] + [""])
           if len(t) == width and _wrapped_at_end(t, after)}
     # a spike at the column: more lines end exactly there than at the 8 columns before it

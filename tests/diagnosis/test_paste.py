@@ -72,6 +72,14 @@ def test_no_wrap_where_lines_only_share_a_length():
     boxed = [f"│ {t:<76} │" for t in ("one", "two", "three", "four")]
     assert wrap_width(boxed) is None
     assert wrap_width(["=" * 80, "a", "=" * 80, "b", "=" * 80]) is None
+    # sacct's fixed-width table: every row as wide as its dashed header, no row a rest
+    rule = " ".join("-" * w for w in (15, 15, 9, 15, 10, 10, 19, 19, 10)) + " "
+    rows = [f"{job:>15} {name:<15} {'kvats':>9} {'cn213':>15} {'general':>10} {state:>10} "
+            f"2024-07-24T09:30:44 2024-07-24T09:30:44 {'00:00:00':>10} "
+            for job, name, state in (("15926486", "cat-5793969dbb+", "CANCELLED+"),
+                                     ("15926486.batch", "batch", "CANCELLED"),
+                                     ("15926486.extern", "extern", "CANCELLED"))]
+    assert len({len(t) for t in [rule] + rows}) == 1 and wrap_width([rule] + rows) is None
 
 
 def test_one_message_wrapped_in_a_short_paste_is_joined(tmp_path):
