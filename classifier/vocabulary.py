@@ -67,7 +67,8 @@ ECHO_TERMS = (
 OTHER_FAILURE_TERMS = (
     Term(r"Traceback \(most recent call last\)", ("traceback",), raw="Traceback"),
     # a traceback's frame: pastes often keep the frames and lose the header and the message
-    Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;)'),
+    # (smart quotes too: a forum's paste, read with straight ones once normalised)
+    Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;|“|”)'),
     # IPython/Jupyter marks each frame's current line with an arrow (`--> 123     raise X(`,
     # `----> 1673 trainer.train()`): a notebook traceback cut before its message
     Term(r"^-{2,}>\s?\d+\s", ("->",), raw=r"-->"),

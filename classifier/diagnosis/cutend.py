@@ -25,11 +25,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from classifier.diagnosis.budget import UNTIMED_TEXT
-from classifier.diagnosis.match import (
-    MIN_CUT, _CODE_LINE, Hit, KeywordIndex, _excluded, _has_context, match_start)
+from classifier.diagnosis.hit import MIN_CUT, _CODE_LINE, Hit, _excluded, _has_context, match_start
 
 if TYPE_CHECKING:
     from classifier.diagnosis.budget import RegexBudget
+    from classifier.diagnosis.match import KeywordIndex
 
 # The next characters a continuation is probed with: letters and digits first, so that free
 # text is told by its first FREE probes.
@@ -107,7 +107,7 @@ def _decided_after_cut(pattern, msg, m, rule, budget) -> bool:
     return False
 
 
-def cut_at_end(buf: deque, at: int, index: KeywordIndex, seen: set,
+def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
                budget: "RegexBudget") -> Iterator[Hit]:
     """Hits on the input's very last line, buf[at], when it stops mid-message (see above)."""
     line = buf[at]

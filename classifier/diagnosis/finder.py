@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from classifier.diagnosis.hsdb import load_database
-from classifier.diagnosis.match import CONTEXT_LINES, keyword_gate, trie_regex
+from classifier.diagnosis.gates import keyword_gate, trie_regex
+from classifier.diagnosis.hit import CONTEXT_LINES
 from classifier.vocabulary import ROOT_FIELD_LINES
 
 if TYPE_CHECKING:

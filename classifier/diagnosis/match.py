@@ -13,106 +13,22 @@ from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
 from classifier.diagnosis.budget import RegexBudget
+from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
+from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
+    CONTEXT_LINES, MIN_CUT, _CODE_LINE, Hit, _excluded, _has_context, match_start)
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
     from classifier.diagnosis.read import Warnings
     from classifier.rules.model import Rule
 
-CONTEXT_LINES = 50
 SEEN_LIMIT = 4096  # hit keys kept before those of lines the buffer has passed are dropped
-MIN_CUT = 24          # characters a partial match at a cut end must cover
 MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too little
 _AHEAD = 2
 
 # Window shapes around the keyword line i, as (first, last) offsets, tried in order.
 _WINDOWS = ((0, 0), (0, 1), (0, 2), (-1, 0), (-1, 1), (-2, 0))
 
-# Python tracebacks echo the source line that raised, and that source often holds the very
-# message a rule looks for (`raise RuntimeError("... version mismatch ...")`). The exception
-# line below it is the evidence; a match never starts on such a code line. A JSON member
-# (`"message": "RendezvousConnectionError: ..."`, torchelastic's pretty-printed error file) is
-# log output, not code.
-_CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|f?["'](?![\w.-]{1,40}["']\s?:\s)""")
-
-
-class Hit:
-    """One rule firing: the lines its match spans and the values it captured."""
-
-    __slots__ = ("rule", "lines", "facts")
-
-    def __init__(self, rule: "Rule", lines: list["Line"], facts: dict[str, str]) -> None:
-        self.rule, self.lines, self.facts = rule, lines, facts
-
-    def __repr__(self) -> str:
-        return f"Hit({self.rule.id!r}, lines={[ln.lineno for ln in self.lines]}, facts={self.facts!r})"
-
-    @property
-    def first(self) -> "Line":
-        """The line where the matched message starts."""
-        return self.lines[0]
-
-
-def trie_regex(words: Iterable[str]) -> str:
-    """Build one regex matching any of `words`, shaped as a trie so each position tries one branch.
-
-    A flat alternation of ~200 literals makes `re` try every alternative at every position;
-    factoring common prefixes makes the prefilter several times faster. Longer words win over
-    their own prefixes, as in the flat longest-first alternation.
-    """
-    trie = {}
-    for word in words:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = True
-
-    def build(node):
-        end = "" in node
-        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        if end:
-            return "(?:" + body + ")?"
-        return body
-
-    return build(trie)
-
-
-# Where a keyword may start: not inside a word (`fault` is not in `default`), unless the word
-# is camel-cased there (`MemoryError` in `_ArrayMemoryError`, `Timeout` in `ncclTimeout`,
-# `Error` in `NCCLError`). Snake_case joins words: `loss nan` is in `train_loss nan`. The end
-# is free, so a keyword may be a stem (`required positional argument` + s, `glibc_` + 2.34).
-_WORD_START = r"(?:(?<![^\W_])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
-
-
-def bounded(keyword: str, exact: bool = False) -> str:
-    """`keyword` as a regex, case-insensitive unless `exact`, that finds it where a word starts.
-
-    Run it on the line as written: the case decides where camel-cased words start.
-    """
-    body = re.escape(keyword) if exact else "(?i:" + re.escape(keyword) + ")"
-    return _WORD_START + body if keyword[0].isalnum() else body
-
-
-def keyword_gate(keyword: str, exact: bool = False) -> str:
-    """A regex on raw log bytes that finds every line whose message holds `keyword` as bounded.
-
-    Written for Hyperscan and `re` alike (multi-line, no look-around). A superset: the raw line
-    may carry what normalising removes just before the keyword — an escape's final letter
-    (ANSI `\x1b[0m`, JSON `\n`, `\t`, `\r`) — and an upper-case letter after any letter
-    or digit may start a camel-cased word.
-    """
-    def case(text):
-        return re.escape(text) if exact else "(?i:" + re.escape(text) + ")"
-
-    if not keyword[0].isalnum():
-        return case(keyword)
-    head = r"(?:^|[^A-Za-z0-9]|[mnrt])" + case(keyword)
-    if keyword[0].isalpha() and (not exact or keyword[0].isupper()):
-        head += r"|[A-Za-z0-9]" + re.escape(keyword[0].upper()) + case(keyword[1:])
-    return head
 
 
 class KeywordIndex:
@@ -248,34 +164,6 @@ def _window_match(rule, buf, i, budget):
     return None
 
 
-def match_start(m) -> int:
-    """Where the matched message starts: the match's start, or a group's read by a look-behind
-    before it (a pattern that finds its literal first and the value before it backwards)."""
-    start = m.start()
-    for k in range(1, m.re.groups + 1):
-        if -1 < m.start(k) < start:
-            start = m.start(k)
-    return start
-
-
-def _excluded(rule, text, budget):
-    return any(budget.search(p, text, rule.builtin) for p in rule.exclude)
-
-
-# `path/to/module.py:131: UserWarning: ...`: a warning names a module without running through
-# it, so a path in it is no context (torch/optim/lr_scheduler.py's step-order warning is not an
-# optimizer's frame).
-_WARNING_LINE = re_compile(r"^\S[^:]*\.py:\d+: (?:[A-Z]\w*)?Warning: ")
-
-
-def _has_context(rule, buf, i, budget):
-    for k in range(max(0, i - CONTEXT_LINES), i + 1):
-        msg = buf[k].msg
-        if k < i and "Warning: " in msg and _WARNING_LINE.match(msg):
-            continue
-        if any(budget.search(p, msg, rule.builtin) for p in rule.context):
-            return True
-    return False
 
 
 def scan(lines: Iterable["Line"], index: KeywordIndex,
@@ -340,5 +228,5 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     # The last line with a message: a paste often ends in a bare label (`[rank3]:`, `> `).
     at = next((i for i in range(len(buf) - 1, -1, -1) if buf[i].msg), None)
     if at is not None:
-        from classifier.diagnosis.cutend import cut_at_end  # imports this module
+        from classifier.diagnosis.cutend import cut_at_end  # only a paste that ends mid-line needs it
         yield from cut_at_end(buf, at, index, seen, budget)

@@ -1,0 +1,70 @@
+"""Keyword regexes: a trie of literals, and a keyword bounded where it is a word of its own.
+
+Kept apart from match.py so the keyword finder (finder.py), which match.py loads on first
+use, builds its patterns without importing match.py back.
+"""
+
+import re
+from collections.abc import Iterable
+
+
+def trie_regex(words: Iterable[str]) -> str:
+    """Build one regex matching any of `words`, shaped as a trie so each position tries one branch.
+
+    A flat alternation of ~200 literals makes `re` try every alternative at every position;
+    factoring common prefixes makes the prefilter several times faster. Longer words win over
+    their own prefixes, as in the flat longest-first alternation.
+    """
+    trie = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = True
+
+    def build(node):
+        end = "" in node
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if end:
+            return "(?:" + body + ")?"
+        return body
+
+    return build(trie)
+
+
+# Where a keyword may start: not inside a word (`fault` is not in `default`), unless the word
+# is camel-cased there (`MemoryError` in `_ArrayMemoryError`, `Timeout` in `ncclTimeout`,
+# `Error` in `NCCLError`). Snake_case joins words: `loss nan` is in `train_loss nan`. The end
+# is free, so a keyword may be a stem (`required positional argument` + s, `glibc_` + 2.34).
+_WORD_START = r"(?:(?<![^\W_])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
+
+
+def bounded(keyword: str, exact: bool = False) -> str:
+    """`keyword` as a regex, case-insensitive unless `exact`, that finds it where a word starts.
+
+    Run it on the line as written: the case decides where camel-cased words start.
+    """
+    body = re.escape(keyword) if exact else "(?i:" + re.escape(keyword) + ")"
+    return _WORD_START + body if keyword[0].isalnum() else body
+
+
+def keyword_gate(keyword: str, exact: bool = False) -> str:
+    """A regex on raw log bytes that finds every line whose message holds `keyword` as bounded.
+
+    Written for Hyperscan and `re` alike (multi-line, no look-around). A superset: the raw line
+    may carry what normalising removes just before the keyword — an escape's final letter
+    (ANSI `\x1b[0m`, JSON `\n`, `\t`, `\r`) — and an upper-case letter after any letter
+    or digit may start a camel-cased word.
+    """
+    def case(text):
+        return re.escape(text) if exact else "(?i:" + re.escape(text) + ")"
+
+    if not keyword[0].isalnum():
+        return case(keyword)
+    head = r"(?:^|[^A-Za-z0-9]|[mnrt])" + case(keyword)
+    if keyword[0].isalpha() and (not exact or keyword[0].isupper()):
+        head += r"|[A-Za-z0-9]" + re.escape(keyword[0].upper()) + case(keyword[1:])
+    return head

@@ -1,0 +1,67 @@
+"""What a rule hit is, and the checks both the line scan (match.py) and the cut-end pass
+(cutend.py) apply to one: shared here so neither module imports the other."""
+
+from typing import TYPE_CHECKING
+
+from classifier.precompiled import re_compile
+
+if TYPE_CHECKING:
+    from classifier.diagnosis.normalize import Line
+    from classifier.rules.model import Rule
+
+CONTEXT_LINES = 50    # lines before a hit that a rule's `context` may be found in
+MIN_CUT = 24          # characters a partial match at a cut end must cover
+
+# Python tracebacks echo the source line that raised, and that source often holds the very
+# message a rule looks for (`raise RuntimeError("... version mismatch ...")`). The exception
+# line below it is the evidence; a match never starts on such a code line. A JSON member
+# (`"message": "RendezvousConnectionError: ..."`, torchelastic's pretty-printed error file) is
+# log output, not code.
+_CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|f?["'](?![\w.-]{1,40}["']\s?:\s)""")
+
+
+class Hit:
+    """One rule firing: the lines its match spans and the values it captured."""
+
+    __slots__ = ("rule", "lines", "facts")
+
+    def __init__(self, rule: "Rule", lines: list["Line"], facts: dict[str, str]) -> None:
+        self.rule, self.lines, self.facts = rule, lines, facts
+
+    def __repr__(self) -> str:
+        return f"Hit({self.rule.id!r}, lines={[ln.lineno for ln in self.lines]}, facts={self.facts!r})"
+
+    @property
+    def first(self) -> "Line":
+        """The line where the matched message starts."""
+        return self.lines[0]
+
+
+def match_start(m) -> int:
+    """Where the matched message starts: the match's start, or a group's read by a look-behind
+    before it (a pattern that finds its literal first and the value before it backwards)."""
+    start = m.start()
+    for k in range(1, m.re.groups + 1):
+        if -1 < m.start(k) < start:
+            start = m.start(k)
+    return start
+
+
+def _excluded(rule, text, budget):
+    return any(budget.search(p, text, rule.builtin) for p in rule.exclude)
+
+
+# `path/to/module.py:131: UserWarning: ...`: a warning names a module without running through
+# it, so a path in it is no context (torch/optim/lr_scheduler.py's step-order warning is not an
+# optimizer's frame).
+_WARNING_LINE = re_compile(r"^\S[^:]*\.py:\d+: (?:[A-Z]\w*)?Warning: ")
+
+
+def _has_context(rule, buf, i, budget):
+    for k in range(max(0, i - CONTEXT_LINES), i + 1):
+        msg = buf[k].msg
+        if k < i and "Warning: " in msg and _WARNING_LINE.match(msg):
+            continue
+        if any(budget.search(p, msg, rule.builtin) for p in rule.context):
+            return True
+    return False
