@@ -176,6 +176,13 @@ class KeywordSubstrings:
         """The engine answering now: 'hyperscan' or 'python'."""
         return "python" if self._hyperscan is None else "hyperscan"
 
+    def load_now(self) -> None:
+        """Load Hyperscan now rather than after HYPERSCAN_AFTER lines (same answers either way):
+        an epilog drops to the job's user, who may not read the package, before the first line."""
+        if self._left is not None:
+            self._left = None
+            self._hyperscan = _hyperscan_keywords(self._lows)
+
     def __call__(self, low: str) -> Sequence[str]:
         """The keywords in `low` (lower-cased), ordered by where each first occurs, longest first."""
         if self._left is not None:

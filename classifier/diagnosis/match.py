@@ -99,6 +99,11 @@ class KeywordIndex:
                         out.extend(r for r in self._rules_of[key] if r not in out)
         return out
 
+    def prepare(self) -> None:
+        """Build the keyword finder and load what it will use now (see KeywordSubstrings.load_now)."""
+        self._substrings("")
+        self._finder.load_now()
+
     def _substrings(self, low: str) -> Sequence[str]:
         """The keywords in the lower-cased line, anywhere, by where they start, the longest first.
 

@@ -282,9 +282,9 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     # The prefilter's finder (Hyperscan, its cached database) and its scanner threads, made
     # or imported while the package and the cache are still readable.
     import queue  # noqa: F401 - the prefilter's scanner threads use it
-    from classifier.diagnosis import prefilter  # noqa: F401
+    from classifier.diagnosis import cutend, prefilter  # noqa: F401 (cutend: a paste cut mid-line)
     rules.finder()
-    rules.keyword_index().rules_for("")  # its Hyperscan database too
+    rules.keyword_index().prepare()  # its Hyperscan database too
     with as_job_user(env):
         paths = [p for p in args.log if os.path.isfile(p)] if args.log else log_paths(info, env)
         if not paths:
