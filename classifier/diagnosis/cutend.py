@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from classifier.diagnosis.budget import UNTIMED_TEXT
-from classifier.diagnosis.hit import MIN_CUT, _CODE_LINE, Hit, _excluded, _has_context, match_start
+from classifier.diagnosis.hit import MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, match_start
 
 if TYPE_CHECKING:
     from classifier.diagnosis.budget import RegexBudget
@@ -107,6 +107,25 @@ def _decided_after_cut(pattern, msg, m, rule, budget) -> bool:
     return False
 
 
+def _keyword_inside(rule, msg: str, start: int) -> bool:
+    """Whether a keyword of the rule, whole or cut at the end, lies in the partial match.
+
+    A partial match that has read none of the rule's words is free text that may still go
+    anywhere: `slurmstepd: error: execve(): /tmp/slurmd/job89/slu` holds the compiler rule's
+    `: error:` before the match, whose cut path could as well have ended `.cu:4:2: error:`."""
+    text = msg[start:]
+    low = text.lower()
+    for key in rule.keywords:
+        hay = text if rule.exact_case else low
+        if key in hay:
+            return True
+        # the keyword cut where the line stops, at least MIN_CUT_KEYWORD characters of it
+        for n in range(min(len(key) - 1, len(hay)), MIN_CUT_KEYWORD - 1, -1):
+            if hay.endswith(key[:n]):
+                return True
+    return not rule.keywords
+
+
 def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
                budget: "RegexBudget") -> Iterator[Hit]:
     """Hits on the input's very last line, buf[at], when it stops mid-message (see above)."""
@@ -132,6 +151,8 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
                 break  # a cut line needs the context a whole one does
             if rule.exclude and _excluded(rule, line.msg, budget):
                 break
+            if not _keyword_inside(rule, line.msg, match_start(m)):
+                continue
             if whole is not None:
                 if budget.search(pattern, whole, rule.builtin) is None or \
                         (rule.exclude and _excluded(rule, whole, budget)):

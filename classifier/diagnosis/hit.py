@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 CONTEXT_LINES = 50    # lines before a hit that a rule's `context` may be found in
 MIN_CUT = 24          # characters a partial match at a cut end must cover
+MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too little
 
 # Python tracebacks echo the source line that raised, and that source often holds the very
 # message a rule looks for (`raise RuntimeError("... version mismatch ...")`). The exception

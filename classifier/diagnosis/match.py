@@ -15,7 +15,7 @@ from classifier.precompiled import re_compile
 from classifier.diagnosis.budget import RegexBudget
 from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
 from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
-    CONTEXT_LINES, MIN_CUT, _CODE_LINE, Hit, _excluded, _has_context, match_start)
+    CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, match_start)
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from classifier.rules.model import Rule
 
 SEEN_LIMIT = 4096  # hit keys kept before those of lines the buffer has passed are dropped
-MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too little
 _AHEAD = 2
 
 # Window shapes around the keyword line i, as (first, last) offsets, tried in order.

@@ -48,6 +48,11 @@ def test_an_unambiguous_prefix_names_the_failure_with_lower_confidence(cut, cate
     "pdsh@worker-0: worker-1: ssh exi",
     # the dtype that makes it a precision clash (Half, BFloat16) and not a Long index was cut
     "RuntimeError: Expected object of scalar type Float but got",
+    # free text cut before any of the rule's words: this path could as well have gone on to
+    # `.cu:4:2: error:` (a compiler error) as to a missing script; the `: error:` the compiler
+    # rule looks for lies before the match, in slurmstepd's own prefix
+    "slurmstepd: error: execve(): /tmp/slurmd/job00089/slu",
+    "nvcc: error: /usr/local/cuda/include/cuda_runtime_api.h/tmp/build/ops/csrc/adam/multi_tensor_a",
 ])
 def test_a_prefix_cut_before_what_decides_is_not_a_cause(cut, tmp_path):
     d = _diagnose(tmp_path, HEAD + cut)
