@@ -64,17 +64,30 @@ def test_a_sigterm_from_outside_alone_is_job_cancelled(tmp_path):
     assert (d["category"], d["rule"]) == ("job_cancelled", "job_cancelled.launcher_got_sigterm")
 
 
-def test_a_kubernetes_eviction_is_job_cancelled(tmp_path):
-    describe = [
-        "Name:             ds-train-worker-1",
-        "Status:           Failed",
-        "Reason:           Evicted",
-        "Message:          The node was low on resource: memory. Threshold quantity: 100Mi, available: "
-        "42860Ki. Container train was using 247Gi, request is 200Gi, has larger consumption of memory. ",
-    ]
+@pytest.mark.parametrize("message,category,rule,fact", [
+    # the resource the job used up is the cause: memory as the OOM killer's, disk as ENOSPC
+    ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 42860Ki. "
+     "Container train was using 247Gi, request is 200Gi, has larger consumption of memory. ",
+     "host_oom", "host_oom.k8s_memory_eviction", ("container", "train")),
+    ("The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: "
+     "8123456Ki. Container train was using 96Gi, which exceeds its request of 0. ",
+     "disk_full", "disk_full.k8s_storage_eviction", ("resource", "ephemeral-storage")),
+    # another resource: the cluster ended the job
+    ("The node was low on resource: pids. Threshold quantity: 1000, available: 12. ",
+     "job_cancelled", "job_cancelled.k8s_evicted", ("resource", "pids")),
+])
+def test_a_kubernetes_eviction_is_filed_under_the_resource_it_names(tmp_path, message, category,
+                                                                     rule, fact):
+    describe = ["Name:             ds-train-worker-1", "Status:           Failed",
+                "Reason:           Evicted", "Message:          " + message]
     _, d = diagnose_json(_log(tmp_path, describe, "describe.txt"))
-    assert (d["category"], d["rule"], d["facts"].get("resource")) == \
-        ("job_cancelled", "job_cancelled.k8s_evicted", "memory")
+    assert (d["category"], d["rule"], d["facts"].get(fact[0])) == (category, rule, fact[1])
+
+
+def test_an_eviction_naming_no_resource_is_job_cancelled(tmp_path):
+    _, d = diagnose_json(_log(tmp_path, ["Status:           Failed", "Reason:           Evicted"],
+                              "describe.txt"))
+    assert (d["category"], d["rule"]) == ("job_cancelled", "job_cancelled.k8s_evicted")
 
 
 @pytest.mark.parametrize("before,category", [
@@ -127,7 +140,10 @@ def test_what_sigterm_does_to_the_ranks_is_no_unexplained_error_before_an_evicti
              "Status:           Failed", "Reason:           Evicted",
              "Message:          The node was low on resource: memory. Threshold quantity: 100Mi, available: 61212Ki. "]
     _, d = diagnose_json(_log(tmp_path, lines, "paste.txt"))
-    assert d["category"] == "job_cancelled"
+    assert d["rule"] == "host_oom.k8s_memory_eviction"
+    lines[-1] = "Message:          The node was low on resource: pids. Threshold quantity: 1000, available: 12. "
+    _, d = diagnose_json(_log(tmp_path, lines, "paste.txt"))
+    assert d["rule"] == "job_cancelled.k8s_evicted"
 
 
 SUBMITIT_END = [
