@@ -15,7 +15,7 @@ from classifier.precompiled import re_compile
 from classifier.diagnosis.budget import RegexBudget
 from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
 from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
-    CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, match_start)
+    CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, is_code, match_start)
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
@@ -184,7 +184,7 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
 
     def process(i):
         line = buf[i]
-        if _CODE_LINE.match(line.msg):
+        if is_code(buf, i):
             return
         for rule in index.rules_for(line.msg):
             found = _window_match(rule, buf, i, budget)

@@ -280,6 +280,20 @@ def test_torchelastic_error_file_members_are_log_lines_not_code(tmp_path):
     assert _diagnose(tmp_path, code)["source"] != "rule"
 
 
+def test_quoted_exception_lines_of_a_printed_list_are_output(tmp_path):
+    # a list or JSON array of the ranks' errors, printed: each element is a log line
+    listed = ("'RuntimeError: Address already in use', 'RuntimeError: NCCL error in: "
+              "/pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:784, unhandled system error'\n")
+    assert _diagnose(tmp_path, listed)["category"] == "port_conflict"
+    arrayed = ('  "RuntimeError: [6] is setting up NCCL communicator and retrieving ncclUniqueId from [0] '
+               "via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\",\n")
+    assert _diagnose(tmp_path, arrayed)["category"] == "connection_failure"
+    # the same string under a frame head is the frame's source
+    code = ('Traceback (most recent call last):\n  File "x.py", line 3, in f\n'
+            "    'RuntimeError: Address already in use',\n")
+    assert _diagnose(tmp_path, code)["source"] != "rule"
+
+
 def test_a_lone_decode_error_after_nccl_built_its_communicators_is_not_the_config(tmp_path):
     lone = "json.decoder.JSONDecodeError: Expecting ',' delimiter: line 14 column 9 (char 331)\n"
     launched = ("[2024-03-01 10:00:00,000] [INFO] [launch.py:256:main] process 311 spawned with "
