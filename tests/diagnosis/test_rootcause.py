@@ -131,6 +131,20 @@ def test_weak_symptom_followed_by_healthy_progress_is_none(tmp_path):
     assert (code, d["category"]) == (1, "none")
 
 
+def test_ofi_plugin_fallback_is_a_failure_only_where_the_job_stops(tmp_path):
+    # aws-ofi-nccl on a node without EFA: NCCL falls back to its own transports and goes on.
+    ofi = ["ip-1:41:41 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI fi_getinfo() call "
+           "failed: No data available",
+           "ip-1:41:41 [0] nccl_net_ofi_create_plugin:418 NCCL WARN NET/OFI aws-ofi-nccl initialization failed"]
+    healthy = ofi + ["ip-1:41:41 [0] NCCL INFO Using network Socket"] + \
+        [f"{{'loss': 1.{i}, 'epoch': 0.{i}}}" for i in range(30)]
+    code, d = diagnose_json(_write(tmp_path, "ok.log", healthy))
+    assert (code, d["category"]) == (1, "none")
+    # The job that stops right there never got its network up.
+    code, d = diagnose_json(_write(tmp_path, "stuck.log", ["[INFO] starting"] + ofi))
+    assert d["category"] == "nccl_network" and d["rule"] == "nccl_network.ofi_plugin_init_failed"
+
+
 def test_an_exception_the_job_survived_is_not_a_failure(tmp_path):
     lines = ["Traceback (most recent call last):", '  File "cb.py", line 4, in on_log',
              "requests.exceptions.ConnectionError: upload failed, retrying",
