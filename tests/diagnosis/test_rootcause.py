@@ -145,6 +145,21 @@ def test_ofi_plugin_fallback_is_a_failure_only_where_the_job_stops(tmp_path):
     assert d["category"] == "nccl_network" and d["rule"] == "nccl_network.ofi_plugin_init_failed"
 
 
+def test_ray_actor_death_is_an_echo_of_why_the_worker_died(tmp_path):
+    head = ["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+            "\tclass_name: ActorWorker", "\tpid: 17871"]
+    died = ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR "
+            "Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file.")
+    code, d = diagnose_json(_write(tmp_path, "oom.log", head + [died]))
+    assert d["category"] == "host_oom" and d["rule"] == "host_oom.ray_worker_died"
+    # An actor that died of its own exception: that exception is the answer, not the echo.
+    own = ["ray.exceptions.RayActorError: The actor died because of an error raised in its creation task, "
+           "ray::Worker.__init__() (pid=81, ip=10.0.0.2)", '  File "worker.py", line 12, in __init__',
+           "KeyError: 'reward_fn'"]
+    code, d = diagnose_json(_write(tmp_path, "own.log", own))
+    assert (code, d["category"]) == (1, "unknown") and d["evidence"][0]["text"] == "KeyError: 'reward_fn'"
+
+
 def test_an_exception_the_job_survived_is_not_a_failure(tmp_path):
     lines = ["Traceback (most recent call last):", '  File "cb.py", line 4, in on_log',
              "requests.exceptions.ConnectionError: upload failed, retrying",
