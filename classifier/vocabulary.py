@@ -62,6 +62,10 @@ ECHO_TERMS = (
     Term(r"CalledProcessError", ("calledprocesserror",), raw="CalledProcessError"),
     Term(r"SystemExit", ("systemexit",), raw="SystemExit"),
     Term(r"SignalException", ("signalexception",), raw="SignalException"),
+    # Ray's driver reports that an actor's process died (ray/exceptions.py: RayActorError, from
+    # Ray 2.10 its subclass ActorDiedError); why it died is the detail printed under it.
+    Term(r"ActorDiedError|RayActorError", ("actordiederror", "rayactorerror"),
+         raw="ActorDiedError|RayActorError"),
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (

@@ -131,6 +131,35 @@ def test_weak_symptom_followed_by_healthy_progress_is_none(tmp_path):
     assert (code, d["category"]) == (1, "none")
 
 
+def test_ofi_plugin_fallback_is_a_failure_only_where_the_job_stops(tmp_path):
+    # aws-ofi-nccl on a node without EFA: NCCL falls back to its own transports and goes on.
+    ofi = ["ip-1:41:41 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI fi_getinfo() call "
+           "failed: No data available",
+           "ip-1:41:41 [0] nccl_net_ofi_create_plugin:418 NCCL WARN NET/OFI aws-ofi-nccl initialization failed"]
+    healthy = ofi + ["ip-1:41:41 [0] NCCL INFO Using network Socket"] + \
+        [f"{{'loss': 1.{i}, 'epoch': 0.{i}}}" for i in range(30)]
+    code, d = diagnose_json(_write(tmp_path, "ok.log", healthy))
+    assert (code, d["category"]) == (1, "none")
+    # The job that stops right there never got its network up.
+    code, d = diagnose_json(_write(tmp_path, "stuck.log", ["[INFO] starting"] + ofi))
+    assert d["category"] == "nccl_network" and d["rule"] == "nccl_network.ofi_plugin_init_failed"
+
+
+def test_ray_actor_death_is_an_echo_of_why_the_worker_died(tmp_path):
+    head = ["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+            "\tclass_name: ActorWorker", "\tpid: 17871"]
+    died = ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR "
+            "Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file.")
+    code, d = diagnose_json(_write(tmp_path, "oom.log", head + [died]))
+    assert d["category"] == "host_oom" and d["rule"] == "host_oom.ray_worker_died"
+    # An actor that died of its own exception: that exception is the answer, not the echo.
+    own = ["ray.exceptions.RayActorError: The actor died because of an error raised in its creation task, "
+           "ray::Worker.__init__() (pid=81, ip=10.0.0.2)", '  File "worker.py", line 12, in __init__',
+           "KeyError: 'reward_fn'"]
+    code, d = diagnose_json(_write(tmp_path, "own.log", own))
+    assert (code, d["category"]) == (1, "unknown") and d["evidence"][0]["text"] == "KeyError: 'reward_fn'"
+
+
 def test_an_exception_the_job_survived_is_not_a_failure(tmp_path):
     lines = ["Traceback (most recent call last):", '  File "cb.py", line 4, in on_log',
              "requests.exceptions.ConnectionError: upload failed, retrying",
