@@ -28,10 +28,14 @@ _SUFFIX = "(?:" + "|".join(EXCEPTION_SUFFIXES) + ")"
 _NAME_END = r"(?:[^A-Za-z0-9_(),.=]|$)"
 
 
-class Term(namedtuple("Term", "pattern gates gate_pattern raw gate_needs",
-                      defaults=((), None, "", ()))):
+class Term(namedtuple("Term", "pattern gates gate_pattern raw gate_needs scan",
+                      defaults=((), None, "", (), ()))):
     """A regex and what every line it matches must contain: literals, or a lower-case regex
-    (and `gate_needs`, literals of which every line that regex matches holds one)."""
+    (and `gate_needs`, literals of which every line that regex matches holds one).
+
+    `scan`, for a `raw` that Hyperscan would run as an automaton over every byte (no literal
+    to start from), are literal-led regexes of which every line `raw` matches matches one;
+    Hyperscan looks for those instead and checks `raw` on the few lines they find."""
 
     __slots__ = ()
 
@@ -39,6 +43,14 @@ class Term(namedtuple("Term", "pattern gates gate_pattern raw gate_needs",
     def raw_gate(self) -> str:
         """The raw-line gate: `raw`, or the literal gates matched as written, case-insensitive."""
         return self.raw or "(?i:" + "|".join(re.escape(g) for g in self.gates) + ")"
+
+
+_CAPITALS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _each(form, chars):
+    """`form` with each of `chars` in turn: one regex per literal start, for Hyperscan."""
+    return tuple(form.replace("{}", c) for c in chars)
 
 
 def _any(terms):
@@ -50,10 +62,11 @@ def _any(terms):
 EXCEPTION_TERMS = (
     Term(rf"^(?:[A-Za-z_]\w{{0,127}}\.){{0,32}}(?:[A-Z]\w{{0,127}}{_SUFFIX}|Exception)(?::\s|:$|$)",
          tuple(s.lower() for s in EXCEPTION_SUFFIXES),
-         raw=rf"(?:[A-Z]\w*{_SUFFIX}|Exception){_NAME_END}"),
+         raw=rf"(?:[A-Z]\w*{_SUFFIX}|Exception){_NAME_END}", scan=(_SUFFIX + _NAME_END,)),
     # a class from a package module, whatever its name: `torch._dynamo.exc.Unsupported: `
+    # (for Hyperscan one regex per capital: `.A` ... `.Z` are literals it can look for)
     Term(r"^(?:[a-z_]\w{0,127}\.){2,32}[A-Z]\w{0,127}: ", gate_pattern=r"\w\.[a-z_]\w*: ",
-         raw=r"\w\.[A-Z]\w*(?::|\x1b|\\)"),
+         raw=r"\w\.[A-Z]\w*(?::|\x1b|\\)", scan=_each(r"\w\.{}\w*(?::|\x1b|\\)", _CAPITALS)),
 )
 _GLUED_NAME = r"[A-Z][A-Za-z0-9]*?(?:Error|Exception)"
 # Launchers re-raise a child's failure under their own name; these are echoes, not causes.
@@ -105,7 +118,7 @@ OTHER_FAILURE_TERMS = (
     Term(r"FAILED\b", ("failed",), raw=r"FAILED(?:[^A-Za-z0-9_]|$)"),
     # glog FATAL lines from C++ (`F1203 12:00:01.123 ...`): no word to gate on, only the shape.
     Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"f\d{4} \d\d:\d\d:\d\d",
-         raw=r"F\d{4} \d\d:\d\d:\d\d"),
+         raw=r"F\d{4} \d\d:\d\d:\d\d", scan=_each(r"F{}\d{3} \d\d:\d\d:\d\d", "0123456789")),
     # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
     Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)",
          (": error: ",), raw=": error: "),
@@ -118,7 +131,8 @@ OTHER_FAILURE_TERMS = (
          gate_pattern=r"(?:error|exception)(?:[a-z]|\s\s)|[)\]'\"][a-z0-9]*(?:error|exception)",
          # Never followed by `(` in any form the pattern matches: `NewConnectionError(` in a
          # urllib3 retry is a call, not a name glued to another rank's text.
-         raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:[^(\n]|$)", gate_needs=("error", "exception")),
+         raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:[^(\n]|$)", gate_needs=("error", "exception"),
+         scan=(r"(?:Error|Exception)(?:[^(\n]|$)",)),
 )
 # Lines only a job that finished prints. A failure marker followed by one of these in the same
 # file was survived (a caught exception, a retried upload), not fatal.

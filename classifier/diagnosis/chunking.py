@@ -71,7 +71,35 @@ def line_chunks(chunks, source, warnings, chunk_bytes):
 
 def _scan_and_count(finder, chunk):
     # In a scanner thread: the count overlaps the reader's I/O and the other scan.
-    return finder.scan(chunk), chunk.count(b"\n")
+    return finder.scan(chunk), newlines(chunk)
+
+
+_numpy = None  # numpy once a big input asked for it; False: not installed
+
+
+def use_numpy() -> bool:
+    """Count newlines with numpy from now on, where it is installed (for big inputs: its
+    import costs ~0.1 s, and it counts ~3x as fast as bytes.count, without the GIL)."""
+    global _numpy
+    if _numpy is None:
+        import os
+        # One thread for its BLAS: none is used here, and its idle workers spin and take memory.
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+            os.environ.setdefault(name, "1")
+        try:
+            import numpy
+            _numpy = numpy
+        except (ImportError, OSError):  # not installed, or not readable past a privilege drop
+            _numpy = False
+    return bool(_numpy)
+
+
+def newlines(chunk: bytes) -> int:
+    """How many newlines `chunk` holds."""
+    np = _numpy
+    if np:
+        return int(np.count_nonzero(np.frombuffer(chunk, np.uint8) == 10))
+    return chunk.count(b"\n")
 
 
 class Scanners:

@@ -88,18 +88,33 @@ class PurePythonFinder:
 
 
 class HyperscanFinder:
-    """The same line starts, from Hyperscan's matcher (every gate in one pass)."""
+    """The same line starts, from Hyperscan's matcher (every gate in one pass).
+
+    A gate with scan forms (`scans`: Term.scan) is looked for by those instead, and a line
+    one of them finds is selected only if the gate itself matches it (`re`, as in the
+    pure-Python finder): a gate with no literal to start from costs Hyperscan an automaton
+    over every byte, about as much as all the other gates together.
+    """
 
     name = "hyperscan"
     parallel = True
 
-    def __init__(self, gates: Iterable[Gate]) -> None:
+    def __init__(self, gates: Iterable[Gate], scans: dict[str, Sequence[str]] | None = None) -> None:
+        import re
+
         import hyperscan
         reach = {}
         for _, _, gate, gate_reach in gates:
             reach[gate] = _widest(reach.get(gate), gate_reach)
-        self._reach = list(reach.values())  # by expression id
-        expressions = [g.encode("utf-8") for g in reach]
+        # By expression id: its reach, and the gate to check on its lines (None: itself).
+        expressions, self._reach, self._check = [], [], []
+        for gate, gate_reach in reach.items():
+            forms = (scans or {}).get(gate)
+            check = re.compile(gate.encode("utf-8"), re.M) if forms else None
+            for form in forms or (gate,):
+                expressions.append(form.encode("utf-8"))
+                self._reach.append(gate_reach)
+                self._check.append(check)
         self._db = load_database(expressions, hyperscan.HS_FLAG_MULTILINE, "hyperscan")
         self._scratch = threading.local()  # a scan's scratch space is its thread's own
         self._new_scratch = lambda: hyperscan.Scratch(self._db)
@@ -112,10 +127,20 @@ class HyperscanFinder:
             scratch = self._scratch.space = self._new_scratch()
         self._db.scan(chunk, match_event_handler=lambda gate_id, _from, to, _flags, _ctx:
                       found.append((to, gate_id)), scratch=scratch)
-        out, rfind, reach = {}, chunk.rfind, self._reach
+        out, rfind, reach, checks = {}, chunk.rfind, self._reach, self._check
+        checked = {}  # (line start, gate) -> whether the gate matches the line
         for to, gate_id in found:
             # A gate may end on the newline after its line (`[^A-Za-z0-9]`): look before it.
             start = rfind(b"\n", 0, to - 1) + 1
+            check = checks[gate_id]
+            if check is not None:
+                ok = checked.get((start, check))
+                if ok is None:
+                    end = chunk.find(b"\n", start)
+                    ok = checked[start, check] = check.search(
+                        chunk, start, len(chunk) if end < 0 else end) is not None
+                if not ok:
+                    continue
             out[start] = _widest(out.get(start), reach[gate_id])
         return dict(sorted(out.items()))
 
@@ -230,7 +255,7 @@ def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),
     match window spans, NEAR either way. A failure marker's line brings AFTER lines: the
     message, the chain and torchelastic's root-cause fields after it.
     """
-    gates = []
+    gates, terms = [], tuple(terms)
     for spec in sorted(set(keywords)):
         text, exact, before, after = spec if len(spec) == 4 else (*spec, NEAR, NEAR)
         gates.append((text.lower(), None, keyword_gate(text, exact), (before, after)))
@@ -241,7 +266,7 @@ def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),
             gates.append((None, term.gate_pattern, term.raw_gate, (NEAR, AFTER)))
     if engine in ("auto", "hyperscan"):
         try:
-            return HyperscanFinder(gates)
+            return HyperscanFinder(gates, {term.raw_gate: term.scan for term in terms if term.scan})
         except ImportError:
             if engine == "hyperscan":
                 raise

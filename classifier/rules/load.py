@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from classifier.rules.cache import cache_key, read_cached, sha256, write_cached
-from classifier.rules import regexcode
+from classifier.rules.cache import cache_key, sha256, write_cached
+from classifier.rules import regexcode, stamp
 from classifier.rules.lint import check_regexes
 from classifier.rules.model import (STRUCTURE_FLAGS, STRUCTURE_LISTS, STRUCTURE_ONE, CategoryInfo,
                                     Rule, RuleSet)
@@ -280,12 +280,6 @@ def _read_all(paths):
     return out
 
 
-def _validator_sources():
-    """What decides the cached data besides the rule files: validator, taxonomy, literal reader."""
-    here = Path(__file__).parent
-    return [(here / name).read_bytes() for name in ("load.py", "../taxonomy.py", "literal.py")]
-
-
 def _strip_examples(data):
     """A validated file's data without its rules' examples (read from YAML when wanted), with
     each match pattern's required literal (classifier.rules.literal)."""
@@ -294,23 +288,6 @@ def _strip_examples(data):
               "required": [required_literal(p) for p in rule.get("patterns") or ()]}
              for rule in data["rules"]]
     return {**data, "rules": rules}
-
-
-def _cached_shape_ok(entry):
-    return isinstance(entry[0], str) and isinstance(entry[1]["category"], str) and all(
-        isinstance(rule["id"], str) and isinstance(rule["title"], str) for rule in entry[1]["rules"])
-
-
-def _from_cache(directory, files, key):
-    """[(path, data)] of the built-in files from the cache, or None (missing, stale, damaged)."""
-    entries = read_cached("rules", key)
-    try:
-        if [name for name, _ in entries] != [path.name for path, _ in files] or \
-                not all(_cached_shape_ok(entry) for entry in entries):
-            return None
-    except (TypeError, ValueError, KeyError, IndexError):
-        return None
-    return [(directory / name, data) for name, data in entries]
 
 
 def _check_select(rule: dict, where: tuple, report) -> None:
@@ -343,19 +320,29 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
     problems = []
     rules, seen = [], set()
     categories = {}
-    digest = sha256()
+    digest, version = sha256(), None
     for directory in dirs:
         if not directory.is_dir():
             problems.append(f"{directory}:1:1: not a directory")
             continue
         is_builtin = directory == builtin
-        files = _read_all(rule_files(directory))
-        for path, raw in files:
-            digest.update(path.name.encode() + b"\0" + (raw or b""))
-        cacheable = is_builtin and not check_builtin and None not in (raw for _, raw in files)
-        # The key covers the regex release too: the compiled code kept beside the rules depends on it.
-        key = cache_key(digest.digest(), regexcode.release(), *_validator_sources()) if cacheable else ""
-        loaded = _from_cache(directory, files, key) if cacheable else None
+        paths = rule_files(directory)
+        # The built-in files alone: their digest may be known from their stat (stamp.py).
+        stat = stamp.stat_key(paths, regexcode.release()) \
+            if is_builtin and len(dirs) == 1 and not check_builtin else None
+        known = stamp.recall(stat[0]) if stat else None
+        loaded = stamp.from_cache(directory, paths, known[0]) if known else None
+        if loaded is not None:
+            (key, version), cacheable = known, False
+        else:
+            files = _read_all(paths)
+            for path, raw in files:
+                digest.update(path.name.encode() + b"\0" + (raw or b""))
+            cacheable = is_builtin and not check_builtin and None not in (raw for _, raw in files)
+            # The key covers the regex release too: the compiled code kept beside the rules depends on it.
+            key = cache_key(digest.digest(), regexcode.release(), *stamp.validator_sources()) \
+                if cacheable else ""
+            loaded = stamp.from_cache(directory, paths, key) if cacheable else None
         record_code = cacheable and loaded is None
         if loaded is None:
             loaded = []
@@ -378,9 +365,11 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
                       for rule in data["rules"]]
         if record_code and not problems:  # first run with these files: keep their regexes' code
             regexcode.keep(key, (p for r in rules for p in r.regex_sources()))
+        if stat and stat[1] and cacheable and not problems:
+            stamp.remember(stat[0], key, "sha256:" + digest.hexdigest()[:12])
     if problems:
         raise RuleError(problems)
-    return RuleSet(rules, categories, "sha256:" + digest.hexdigest()[:12])
+    return RuleSet(rules, categories, version or "sha256:" + digest.hexdigest()[:12])
 
 
 _DEFAULT = None

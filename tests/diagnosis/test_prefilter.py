@@ -224,3 +224,23 @@ def test_a_retry_storm_and_its_warn_are_read_as_a_full_read_does(tmp_path, warn_
     assert diagnose_job([str(log)], select="hyperscan") == full
     assert diagnose_job([str(log)], select="re") == full
     assert (full["category"] == "nccl_network") is (warn_after <= 50), full["category"]
+
+
+def test_newlines_counted_with_numpy_select_the_same_lines(tmp_path, monkeypatch):
+    """Past NUMPY_AFTER chunks the scanners count newlines with numpy: same lines, same numbers."""
+    from classifier.diagnosis import chunking, prefilter
+    pytest.importorskip("numpy")
+    path = _noisy_job(tmp_path, 12000, total=16000)
+    data = path.read_bytes()
+
+    def picked():
+        return [(r.lineno, r.text) for r in select_lines(
+            (data[i:i + 4096] for i in range(0, len(data), 4096)), "x", Warnings(),
+            RULES.finder("hyperscan"), 4096, scanners=2)]
+    monkeypatch.setattr(chunking, "_numpy", False)  # bytes.count throughout
+    plain = picked()
+    monkeypatch.setattr(chunking, "_numpy", None)
+    monkeypatch.setattr(prefilter, "NUMPY_AFTER", 5)
+    assert picked() == plain and chunking._numpy
+    for chunk in (b"", b"\n", b"a\nb\n\n", data[:5000]):
+        assert chunking.newlines(chunk) == chunk.count(b"\n")

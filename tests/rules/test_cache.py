@@ -2,6 +2,7 @@
 while their files stay the same; a damaged or unwritable cache costs time, never a diagnosis."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -66,14 +67,19 @@ def vars_of(info):
     return (info.id, info.checklist, info.remediation, info.references)
 
 
-def test_a_changed_rule_file_rebuilds_the_cache(tmp_path, monkeypatch):
+def _copied_rules(tmp_path, monkeypatch):
+    """(rules dir, rules loaded from it, port_conflict.yaml, its text, a rule's title) of a
+    copy of the built-in rules, with the cache in tmp_path."""
     monkeypatch.setenv("DSDIAG_CACHE_DIR", str(tmp_path / "cache"))
     rules_dir = tmp_path / "rules"
     shutil.copytree(builtin_rules_dir(), rules_dir)
     before = load_rules(builtin_dir=rules_dir)
     path = rules_dir / "port_conflict.yaml"
-    text = path.read_text()
-    old_title = before.by_id("port_conflict.tcpstore_bind_errno").title
+    return rules_dir, before, path, path.read_text(), before.by_id("port_conflict.tcpstore_bind_errno").title
+
+
+def test_a_changed_rule_file_rebuilds_the_cache(tmp_path, monkeypatch):
+    rules_dir, before, path, text, old_title = _copied_rules(tmp_path, monkeypatch)
     path.write_text(text.replace(old_title, "A retitled rule", 1))
     after = load_rules(builtin_dir=rules_dir)
     assert after.by_id("port_conflict.tcpstore_bind_errno").title == "A retitled rule"
@@ -146,3 +152,36 @@ def test_cached_bytes_come_back_only_under_their_key(tmp_path, monkeypatch):
     assert read_cached_bytes("db", key) is None
     monkeypatch.setenv("DSDIAG_CACHE_DIR", "off")
     assert not write_cached_bytes("db", key, payload) and read_cached_bytes("db", key) is None
+
+
+def test_unchanged_rule_files_are_known_by_their_stat_and_not_read(tmp_path, monkeypatch):
+    from classifier.rules import load, stamp
+    monkeypatch.setenv("DSDIAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(stamp, "SETTLED_S", -1.0)  # the copies were written just now
+    rules_dir = tmp_path / "rules"
+    shutil.copytree(builtin_rules_dir(), rules_dir)
+    first = load_rules(builtin_dir=rules_dir)
+    assert list((tmp_path / "cache").glob("rulestamp-*.json"))
+
+    def unread(paths):
+        raise AssertionError("rule files read although their stat was known")
+    monkeypatch.setattr(load, "_read_all", unread)
+    again = load_rules(builtin_dir=rules_dir)
+    assert again.version == first.version and _snapshot(again) == _snapshot(first)
+    monkeypatch.undo()
+
+
+@pytest.mark.parametrize("settled", [True, False])
+def test_a_rule_file_rewritten_to_the_same_size_is_hashed_again(tmp_path, monkeypatch, settled):
+    from classifier.rules import stamp
+    monkeypatch.setattr(stamp, "SETTLED_S", -1.0 if settled else 3600.0)
+    rules_dir, before, path, text, old_title = _copied_rules(tmp_path, monkeypatch)
+    new_title = old_title[:-1] + ("X" if old_title[-1] != "X" else "Y")
+    stat = path.stat()
+    path.write_text(text.replace(old_title, new_title, 1))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # mtime set back; ctime moves
+    after = load_rules(builtin_dir=rules_dir)
+    assert after.by_id("port_conflict.tcpstore_bind_errno").title == new_title
+    assert after.version != before.version
+    monkeypatch.setenv("DSDIAG_CACHE_DIR", "off")
+    assert load_rules(builtin_dir=rules_dir).version == after.version
