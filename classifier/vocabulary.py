@@ -110,6 +110,15 @@ OTHER_FAILURE_TERMS = (
     Term(r"^Killed$", ("killed",), raw="Killed"),
     Term(r"^Aborted", ("aborted",), raw="Aborted"),
     Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
+    # Slurm's other clients and daemons (a submission refused by MUNGE, a job credential that
+    # does not verify) and slurmctld recording the signal that ended a job
+    Term(r"\b(?:sbatch|salloc|sbcast|scontrol|slurmd|slurmctld): error:",
+         ("sbatch: error:", "salloc: error:", "sbcast: error:", "scontrol: error:", "slurmd: error:",
+          "slurmctld: error:"), raw="(?:sbatch|salloc|sbcast|scontrol|slurmd|slurmctld): error:"),
+    # a daemon's own log line (slurmd's `[2022-09-10T17:40:58.753] error: Invalid job
+    # credential`, its timestamp peeled off), a compiler driver's or git's `error: ...`
+    Term(r"^error: (?!None\b)[A-Z][a-z]", ("error: ",), raw="(?i:error: [a-z][a-z])"),
+    Term(r"_job_complete: JobId=\d+ WTERMSIG \d+", ("wtermsig",), raw="WTERMSIG"),
     # slurmstepd's errors, but not its swap warning that jobs which finish print too
     Term(r"slurmstepd(?:-[\w.-]+)?: error: (?!Exceeded (?:job|step) memory limit at some point)",
          ("slurmstepd",), raw="slurmstepd(?:-[A-Za-z0-9_.-]+)?: error:"),

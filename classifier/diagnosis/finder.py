@@ -50,7 +50,10 @@ class PurePythonFinder:
                 by_literal.setdefault(literal.encode("utf-8"), []).append(compiled)
             else:
                 self._patterns.append((re.compile(pattern.encode("utf-8")), compiled))
-        self._gates = by_literal
+        # The trie finds one literal at a place, the longest: a literal found there also stands
+        # for the shorter ones it begins with (`error: ` for `error`), whose gates must be asked.
+        self._gates = {lit: [g for other, gs in by_literal.items() if lit.startswith(other) for g in gs]
+                       for lit in by_literal}
         trie = trie_regex(sorted(lit.decode("utf-8") for lit in by_literal)).encode("utf-8")
         hints = [trie] + [p.pattern for p, _ in self._patterns]
         self._hint = re.compile(b"|".join(hints))
