@@ -44,9 +44,12 @@ _UNIT_BYTES = {"B": 1, "bytes": 1, "byte": 1, "kB": 1024,
                "EiB": 1 << 60,
                # Kubernetes quantities (`16Gi`, an eviction's memory limit) are binary too
                "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
+               # TensorFlow's and XLA's allocators print a bare letter (`7.35G (7889485824 bytes)`)
+               "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40,
                "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12, "PB": 10 ** 15,
                "EB": 10 ** 18}
-_SIZE = re_compile(r"^(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)$")
+# numpy prints three significant digits: `926. GiB`
+_SIZE = re_compile(r"^(-?\d+(?:\.\d*)?)\s*([A-Za-z]*)$")
 _DURATION = re_compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|min)$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60}
 

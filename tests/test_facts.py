@@ -24,6 +24,8 @@ def test_sizes_keep_the_unit_and_give_bytes():
     assert parse_size("3.82 GiB") == {"value": 3.82, "unit": "GiB", "bytes": 4101693768,
                                       "text": "3.82 GiB"}
     assert parse_size("120987424kB")["bytes"] == 120987424 * 1024  # the kernel's kB is KiB
+    assert parse_size("7.35G")["bytes"] == round(7.35 * (1 << 30))  # TensorFlow's bare letter
+    assert parse_size("926. GiB")["value"] == 926.0                 # numpy's three digits
     assert parse_size("2051.33 MB")["bytes"] == 2051330000  # hub downloads print decimal MB
     assert parse_size("1073741824 bytes") == {"value": 1073741824, "unit": "B",
                                               "bytes": 1073741824, "text": "1073741824 bytes"}
