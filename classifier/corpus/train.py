@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Literal, TextIO, overload
 
 from classifier.corpus.evaluate import find_cases
-from classifier.diagnosis.fallback import MODEL_PATH, QUIET, TOKEN, TextModel
+from classifier.diagnosis.fallback import MODEL_PATH, QUIET, TOKEN, TextModel, frames_only, is_frames_only
 from classifier.diagnosis.region import model_text, region_of_files
 from classifier.taxonomy import TERMINAL
 
@@ -110,17 +110,12 @@ def make_pipeline() -> "tuple[TfidfVectorizer, LogisticRegression]":
     return vec, clf
 
 
-def frames_only(text: str) -> str:
-    """The frame tokens of a model text (`frame_*`, `func_*`), without its words.
-
-    Training adds this copy of every case (same label, same group): where the model is used the
-    paste is often cut before its message, and only the frames are left to tell the failure;
-    without the copies the model learns the words and is never sure of frames alone."""
-    return " ".join(w for w in text.split() if w.startswith(("frame_", "func_")))
-
-
 def with_frame_copies(texts: list[str], labels: list[str]) -> tuple[list[str], list[str]]:
-    """`texts` and `labels`, followed by each case's `frames_only` copy where it differs."""
+    """`texts` and `labels`, followed by each case's `frames_only` copy where it differs.
+
+    Where the model is used the paste is often cut before its message, and only the frames are
+    left to tell the failure; without the copies the model learns the words and is never sure
+    of frames alone."""
     out_texts, out_labels = list(texts), list(labels)
     for text, label in zip(texts, labels):
         frames = frames_only(text)
@@ -146,38 +141,50 @@ def group_folds(groups: list[str], seed: int) -> list[int]:
 
 
 def cross_validate(texts: list[str], labels: list[str], groups: list[str],
-                   seed: int = 0) -> list[tuple[str, float]]:
-    """Out-of-fold (predicted class, probability) per case, folds split by group.
+                   seed: int = 0) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Out-of-fold (predicted class, probability) per case, of its text and of its
+    `frames_only` copy, folds split by group.
 
     A text with no term of its fold's vocabulary gets ("unknown", 0.0): TextModel.answer stays
     silent on it."""
     folds = group_folds(groups, seed)
+    frames = [frames_only(t) for t in texts]
     oof: list[tuple[str, float]] = [("unknown", 0.0)] * len(texts)
+    frame_oof = list(oof)
     for k in sorted(set(folds)):
         train = [i for i, f in enumerate(folds) if f != k]
         test = [i for i, f in enumerate(folds) if f == k]
         vec, clf = make_pipeline()
         fit_texts, fit_labels = with_frame_copies([texts[i] for i in train], [labels[i] for i in train])
         clf.fit(vec.fit_transform(fit_texts), fit_labels)
-        x = vec.transform([texts[i] for i in test])
-        for i, row, terms in zip(test, clf.predict_proba(x), x.getnnz(axis=1)):
-            best = int(row.argmax())
-            if terms:
-                oof[i] = (str(clf.classes_[best]), float(row[best]))
-    return oof
+        for source, out in ((texts, oof), (frames, frame_oof)):
+            x = vec.transform([source[i] for i in test])
+            for i, row, terms in zip(test, clf.predict_proba(x), x.getnnz(axis=1)):
+                best = int(row.argmax())
+                if terms:
+                    out[i] = (str(clf.classes_[best]), float(row[best]))
+    return oof, frame_oof
 
 
-def _answers(oof: list[tuple[str, float]], thresholds: dict[str, float]) -> list[str]:
+Thresholds = tuple[dict[str, float], dict[str, float]]   # (any text, a frames-only text)
+
+
+def _answers(oof: list[tuple[str, float]], thresholds: Thresholds, framed: list[bool]) -> list[str]:
     """What the model says of each case: its class where that class's threshold is reached."""
-    return [pred if pred in thresholds and p >= thresholds[pred] else "unknown" for pred, p in oof]
+    out = []
+    for (pred, p), frames in zip(oof, framed):
+        limits = thresholds[1] if frames else thresholds[0]
+        out.append(pred if pred in limits and p >= limits[pred] else "unknown")
+    return out
 
 
 def where_used(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
-               thresholds: dict[str, float]) -> tuple[int, int, int]:
-    """(right, wrong category, unknown/none called a failure) over the cases the model sees."""
+               thresholds: Thresholds, framed: list[bool]) -> tuple[int, int, int]:
+    """(right, wrong category, unknown/none called a failure) over the cases the model sees;
+    `framed` marks the cases whose text is frames only."""
     right = wrong = alarms = 0
     for oof in oofs:
-        for said, gold, r in zip(_answers(oof, thresholds), labels, reaches):
+        for said, gold, r in zip(_answers(oof, thresholds, framed), labels, reaches):
             if r and said != "unknown":
                 right += said == gold
                 alarms += gold in QUIET
@@ -207,58 +214,81 @@ def class_thresholds(oofs: list[list[tuple[str, float]]], labels: list[str],
     return thresholds
 
 
-def nested_check(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
-                 groups: list[str]) -> tuple[int, int, int]:
+class OutOfFold:
+    """The out-of-fold answers of every shuffling, of each case's text and its frames-only copy."""
+
+    def __init__(self, texts: list[str], labels: list[str], groups: list[str],
+                 runs: list[tuple[list[tuple[str, float]], list[tuple[str, float]]]]) -> None:
+        self.labels, self.groups = labels, groups
+        self.oofs = [run[0] for run in runs]
+        self.frame_oofs = [run[1] for run in runs]
+        self.framed = [is_frames_only(t) for t in texts]      # read with the frames' thresholds
+        self.has_frames = [bool(frames_only(t)) for t in texts]
+
+    def thresholds(self, use: "list[bool] | None" = None) -> Thresholds:
+        """Each category's thresholds, for any text and for a frames-only one, from the cases
+        `use` marks (all): the second set is calibrated on the frames-only copies, so a category
+        whose frames are shared with another (a TCPStore that failed to start: port in use or
+        no connection; an optimizer step: overflow or out of memory) is answered only when its
+        message is there."""
+        use = use or [True] * len(self.labels)
+        return (class_thresholds(self.oofs, self.labels, use),
+                class_thresholds(self.frame_oofs, self.labels,
+                                 [u and f for u, f in zip(use, self.has_frames)]))
+
+
+def nested_check(cv: OutOfFold, reaches: list[bool]) -> tuple[int, int, int]:
     """(right, wrong, false alarms) where the model is used, each case judged by thresholds
     set from the other groups' cases: calibrating on the very cases it is scored on would
     hide the false alarms it makes on groups it has not seen."""
-    parts = group_folds(groups, SHUFFLINGS)   # a seed no shuffling used
+    parts = group_folds(cv.groups, SHUFFLINGS)   # a seed no shuffling used
     right = wrong = alarms = 0
     for k in sorted(set(parts)):
-        thresholds = class_thresholds(oofs, labels, [part != k for part in parts])
-        r, w, a = where_used(oofs, labels, [r and part == k for r, part in zip(reaches, parts)],
-                             thresholds)
+        thresholds = cv.thresholds([part != k for part in parts])
+        r, w, a = where_used(cv.oofs, cv.labels, [r and part == k for r, part in zip(reaches, parts)],
+                             thresholds, cv.framed)
         right, wrong, alarms = right + r, wrong + w, alarms + a
     return right, wrong, alarms
 
 
-def calibrate(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
-              groups: list[str]) -> dict[str, float]:
-    """Each answerable category's threshold; {} (the model stays silent) when the check fails."""
-    right, wrong, alarms = nested_check(oofs, labels, reaches, groups)
-    if right < MIN_PRECISION * (right + wrong + alarms) or right - wrong - alarms < MIN_NET * len(oofs):
-        return {}
-    return class_thresholds(oofs, labels)
+def calibrate(cv: OutOfFold, reaches: list[bool]) -> Thresholds:
+    """Each answerable category's thresholds; ({}, {}) (the model stays silent) when the check fails."""
+    right, wrong, alarms = nested_check(cv, reaches)
+    if right < MIN_PRECISION * (right + wrong + alarms) or right - wrong - alarms < MIN_NET * len(cv.oofs):
+        return {}, {}
+    return cv.thresholds()
 
 
-def report(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
-           groups: list[str], thresholds: dict[str, float], out: TextIO) -> None:
+def report(cv: OutOfFold, reaches: list[bool], thresholds: Thresholds, out: TextIO) -> None:
     """Print the honest (held-out group) scores: the model alone, and where it is used."""
+    labels, oofs = cv.labels, cv.oofs
     n, k = len(labels), len(oofs)
     plain = sum(pred == gold for oof in oofs for (pred, _), gold in zip(oof, labels))
     out.write(f"held-out-group CV over {n} cases, {k} shufflings: argmax accuracy {plain / (n * k):.1%}\n")
-    calibrated = class_thresholds(oofs, labels)
-    out.write("class thresholds: " + ", ".join(f"{c} {t}" for c, t in calibrated.items()) + "\n")
+    calibrated = cv.thresholds()
+    for name, limits in zip(("class thresholds", "frames-only thresholds"), calibrated):
+        out.write(f"{name}: " + ", ".join(f"{c} {t}" for c, t in limits.items()) + "\n")
     used = f"where the model is used ({sum(reaches)} failures no rule explains, x{k} shufflings)"
     for how, (right, wrong, alarms) in (
-            ("thresholds set on the same cases", where_used(oofs, labels, reaches, calibrated)),
-            ("thresholds set without the case's group", nested_check(oofs, labels, reaches, groups))):
+            ("thresholds set on the same cases", where_used(oofs, labels, reaches, calibrated, cv.framed)),
+            ("thresholds set without the case's group", nested_check(cv, reaches))):
         out.write(f"{used}, {how}: right {right}, wrong category {wrong}, unknown/none called a "
                   f"failure {alarms}; precision {right / max(1, right + wrong + alarms):.1%}\n")
-    out.write("shipped: " + ("answers " + ", ".join(thresholds) if thresholds else "silent") + "\n")
+    out.write("shipped: " + ("answers " + ", ".join(thresholds[0]) + "; from frames alone "
+                             + (", ".join(thresholds[1]) or "none") if thresholds[0] else "silent") + "\n")
 
 
-def export(vec: "TfidfVectorizer", clf: "LogisticRegression",
-           thresholds: dict[str, float]) -> dict[str, Any]:
+def export(vec: "TfidfVectorizer", clf: "LogisticRegression", thresholds: Thresholds) -> dict[str, Any]:
     """The fitted model as plain data for classifier.diagnosis.fallback.TextModel."""
     return {
-        "format": 2,
+        "format": 3,
         "classes": [str(c) for c in clf.classes_],
         "vocabulary": {term: int(col) for term, col in sorted(vec.vocabulary_.items())},
         "idf": [float(v) for v in vec.idf_],
         "coef": [[float(v) for v in row] for row in clf.coef_],
         "intercept": [float(v) for v in clf.intercept_],
-        "thresholds": dict(sorted(thresholds.items())),
+        "thresholds": dict(sorted(thresholds[0].items())),
+        "frame_thresholds": dict(sorted(thresholds[1].items())),
         "ngram_max": int(vec.ngram_range[1]),
     }
 
@@ -280,9 +310,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _train(args):
     texts, labels, groups, reaches = load_corpus(args.corpus, with_rule_outcome=True)
-    oofs = [cross_validate(texts, labels, groups, seed) for seed in range(SHUFFLINGS)]
-    thresholds = calibrate(oofs, labels, reaches, groups)
-    report(oofs, labels, reaches, groups, thresholds, sys.stdout)
+    cv = OutOfFold(texts, labels, groups,
+                   [cross_validate(texts, labels, groups, seed) for seed in range(SHUFFLINGS)])
+    thresholds = calibrate(cv, reaches)
+    report(cv, reaches, thresholds, sys.stdout)
     if args.cv_only:
         return 0
     vec, clf = make_pipeline()

@@ -28,6 +28,7 @@ from classifier.diagnosis.region import FailureRegion, model_text
 from classifier.diagnosis.signals import FailureSignals
 from classifier.diagnosis.structure import DeferredHits, reader_steps
 from classifier.taxonomy import retry_verdict
+from classifier.vocabulary import EXCEPTION_LINE
 
 if TYPE_CHECKING:
     from classifier.rules.model import RuleSet
@@ -294,6 +295,11 @@ def _model_guess(region, rules):
     category, p = answer
     scores = model.line_scores(texts, category)
     drivers = sorted(range(len(lines)), key=lambda i: -scores[i])[:3]
+    # Frames often outscore the message they led to; the best-scoring exception line is shown
+    # all the same: it is the line a reader checks the answer against.
+    messages = [i for i in range(len(lines)) if scores[i] > 0 and EXCEPTION_LINE.match(lines[i].msg)]
+    if messages and not set(messages) & set(drivers):
+        drivers = drivers[:2] + [max(messages, key=lambda i: scores[i])]
     evidence = [lines[i] for i in sorted(drivers, key=lambda i: line_order(lines[i])) if scores[i] > 0]
     facts = {"model_probability": round(p, 4)}
     return {

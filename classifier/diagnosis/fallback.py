@@ -2,8 +2,9 @@
 
 Trained with scikit-learn (TF-IDF + logistic regression, see `classifier/corpus/train.py`) and
 shipped as data: vocabulary, idf, coefficients, intercepts, and a threshold for each class it
-may answer (calibrated out of fold; a class without one is never answered). No
-pickle, no scikit-learn at run time; `tests/diagnosis/test_fallback.py` proves the numbers match.
+may answer (calibrated out of fold; a class without one is never answered), with a second set
+for texts that hold frames and nothing else (`frames_only`). No pickle, no scikit-learn at run
+time; `tests/diagnosis/test_fallback.py` proves the numbers match.
 """
 
 import json
@@ -17,6 +18,18 @@ MODEL_PATH = Path(__file__).resolve().parent / "model.json"
 QUIET = ("unknown", "none")   # classes the model learns but never answers: silence says them
 # Same as the vectorizer's token_pattern and lowercase=True in train.py.
 TOKEN = re.compile(r"(?u)\b[a-z_][a-z0-9_]+\b")
+FRAME_TOKENS = ("frame_", "func_")   # region.py's traceback-frame tokens
+
+
+def frames_only(text: str) -> str:
+    """The frame tokens of a model text (`frame_*`, `func_*`), without its other words."""
+    return " ".join(w for w in text.split() if w.startswith(FRAME_TOKENS))
+
+
+def is_frames_only(text: str) -> bool:
+    """True when a model text has frame tokens and no other word (a paste cut before its message)."""
+    words = text.split()
+    return bool(words) and all(w.startswith(FRAME_TOKENS) for w in words)
 
 
 class TextModel:
@@ -34,6 +47,9 @@ class TextModel:
         # Per class (format 2); a hand-made model may give one `threshold` for every class.
         self.thresholds = data.get("thresholds") or {
             c: data["threshold"] for c in self.classes if c not in QUIET and "threshold" in data}
+        # Format 3: a frames-only text is answered only for the classes whose frames alone told
+        # them apart out of fold (train.py); a model without the key uses `thresholds` for it.
+        self.frame_thresholds = data.get("frame_thresholds", self.thresholds)
         self.ngram_max = data.get("ngram_max", 2)
 
     def features(self, text: str) -> dict[int, float]:
@@ -65,7 +81,8 @@ class TextModel:
             return None
         probs = self.probabilities(text)
         category, p = max(probs.items(), key=lambda kv: kv[1])
-        threshold = self.thresholds.get(category)
+        thresholds = self.frame_thresholds if is_frames_only(text) else self.thresholds
+        threshold = thresholds.get(category)
         return (category, p) if threshold is not None and p >= threshold else None
 
     def line_scores(self, texts: Iterable[str], cls: str) -> list[float]:

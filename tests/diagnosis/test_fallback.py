@@ -20,7 +20,7 @@ def trained():
     vec, clf = make_pipeline()
     with threadpool_limits(limits=1):
         clf.fit(vec.fit_transform(texts), labels)
-    return texts, vec, clf, TextModel(json.loads(json.dumps(export(vec, clf, {"gpu_oom": 0.5}))))
+    return texts, vec, clf, TextModel(json.loads(json.dumps(export(vec, clf, ({"gpu_oom": 0.5}, {})))))
 
 
 def test_exported_model_matches_scikit_learn(trained):
@@ -40,7 +40,7 @@ def test_shipped_model_is_the_one_make_model_trains(tmp_path):
                    check=True, capture_output=True, timeout=600)
     fresh = json.loads(out.read_text())
     shipped = json.loads((ROOT / "classifier" / "diagnosis" / "model.json").read_text())
-    for key in ("classes", "thresholds", "vocabulary"):
+    for key in ("classes", "thresholds", "frame_thresholds", "vocabulary"):
         assert fresh[key] == shipped[key], key
     # Floats agree to rounding: numpy's SIMD sums depend on memory alignment, which differs
     # between processes, so the last bits of a coefficient may too.
@@ -90,8 +90,33 @@ def test_a_class_without_a_threshold_is_never_answered():
     assert model.answer("no known word") is None          # nothing to judge by
 
 
+def test_frames_only_text_is_answered_by_its_own_thresholds():
+    from classifier.diagnosis.fallback import is_frames_only
+    from classifier.diagnosis.region import model_text
+    data = {"classes": ["port_conflict", "unknown"], "vocabulary": {"func_create_c10d_store": 0, "eaddrinuse": 1},
+            "idf": [1.0, 1.0], "coef": [[4.0, 4.0], [-4.0, -4.0]], "intercept": [0.0, 0.0],
+            "thresholds": {"port_conflict": 0.6}, "frame_thresholds": {}}
+    frames = model_text([
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/rendezvous.py", line 174, '
+        'in _create_c10d_store', "    return TCPStore("])
+    assert is_frames_only(frames) and not is_frames_only("") and not is_frames_only("\n")
+    message = frames + "\n" + model_text(["RuntimeError: EADDRINUSE: address already in use"])
+    assert not is_frames_only(message)
+    model = TextModel(data)
+    assert model.answer(frames) is None                    # no class is told by these frames alone
+    assert model.answer(message)[0] == "port_conflict"     # the message is there: it may answer
+    # A model without frame thresholds (format 2) reads a frames-only text like any other.
+    older = {k: v for k, v in data.items() if k != "frame_thresholds"}
+    assert TextModel(older).answer(frames)[0] == "port_conflict"
+
+
 def test_calibration_stays_silent_unless_it_helps_on_groups_it_did_not_calibrate_on():
-    from classifier.corpus.train import calibrate, class_thresholds
+    from classifier.corpus.train import OutOfFold, class_thresholds
+
+    def calibrate(oof, labels, reaches, groups):
+        from classifier.corpus.train import calibrate
+        cv = OutOfFold(["RuntimeError: out of memory"] * len(labels), labels, groups, [(oof, oof)])
+        return calibrate(cv, reaches)[0]
     # Nine repositories whose gpu_oom cases the model gets right out of fold (three that rules
     # explain, one no rule explains), each case at probability 0.9.
     labels, reaches, groups = [], [], []
@@ -101,7 +126,7 @@ def test_calibration_stays_silent_unless_it_helps_on_groups_it_did_not_calibrate
         groups += [f"repo{g}"] * 4
     oof = [("gpu_oom", 0.9)] * len(labels)
     # The lowest clean threshold (0.5) and SAFETY_STEPS grid steps above it.
-    assert calibrate([oof], labels, reaches, groups) == {"gpu_oom": 0.65}
+    assert calibrate(oof, labels, reaches, groups) == {"gpu_oom": 0.65}
     # A tenth repository's three failures no rule explains are unknown, and the model names
     # them gpu_oom at 0.7. A threshold set on them (0.75, then 0.9) would hide them; set without
     # their repository it is 0.65, they are false alarms, and the model stays silent.
@@ -110,7 +135,7 @@ def test_calibration_stays_silent_unless_it_helps_on_groups_it_did_not_calibrate
     groups += ["repo9"] * 3
     oof += [("gpu_oom", 0.7)] * 3
     assert class_thresholds([oof], labels) == {"gpu_oom": 0.9}
-    assert calibrate([oof], labels, reaches, groups) == {}
+    assert calibrate(oof, labels, reaches, groups) == {}
 
 
 def test_folds_keep_each_group_whole_and_do_not_depend_on_the_process():
@@ -185,3 +210,25 @@ def test_the_region_of_a_short_failure_after_a_long_healthy_run_starts_at_the_fa
     # the failure's lines, and no more than LEAD of the healthy run's before them
     assert set(range(first_failure, len(lines) + 1)) <= set(numbers)
     assert len([n for n in numbers if n < first_failure]) <= LEAD
+
+
+def test_frames_only_thresholds_come_from_the_frames_only_copies():
+    from classifier.corpus.train import OutOfFold, nested_check
+    from classifier.diagnosis.region import model_text
+    # 25 port_conflict and 15 connection_failure cases, each right out of fold from its words;
+    # from their frames alone (a TCPStore set-up, shared) the model names all of them port_conflict.
+    frames = 'File "x/torch/distributed/rendezvous.py", line 1, in _create_c10d_store'
+    frame_text = model_text([frames])
+    message = model_text([frames, "RuntimeError: EADDRINUSE: address already in use"])
+    labels = ["port_conflict"] * 25 + ["connection_failure"] * 15
+    groups = [f"repo{i}" for i in range(40)]
+    oof = [("port_conflict", 0.9)] * 25 + [("connection_failure", 0.9)] * 15
+    frame_oof = [("port_conflict", 0.9)] * 40
+    cv = OutOfFold([message] * 40, labels, groups, [(oof, frame_oof)])
+    words, from_frames = cv.thresholds()
+    assert words == {"connection_failure": 0.65, "port_conflict": 0.65} and from_frames == {}
+    # The port_conflict pastes cut before their message are read with the frames' thresholds:
+    # they stay silent, while the connection failures with a message are answered.
+    cv = OutOfFold([frame_text] * 25 + [message] * 15, labels, groups, [(oof, frame_oof)])
+    assert cv.framed == [True] * 25 + [False] * 15
+    assert nested_check(cv, [True] * 40) == (15, 0, 0)
