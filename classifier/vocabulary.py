@@ -234,7 +234,13 @@ class _Hint:
             if literal in low:
                 keys += (literal,)
         for pattern, needs in self.patterns:
-            if (not needs or any(n in low for n in needs)) and pattern.search(low) is not None:
+            for n in needs:  # a loop, not any(): no generator on every line
+                if n in low:
+                    break
+            else:
+                if needs:
+                    continue
+            if pattern.search(low) is not None:
                 keys += (pattern.pattern,)
         if not keys:
             return None

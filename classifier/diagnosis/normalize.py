@@ -345,8 +345,13 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
     """Yield Line objects for RawLines of one input; lines inherit the last timestamp seen."""
     last_ts = None
     for raw in repaired(raw_lines, _known_label, RawLine):
-        text = visible_text(raw.text)
-        msg, rank, task, host, ts = peel_prefixes(plain_chars(unwrap(text[:MATCH_LIMIT + 512])))
+        # Each step is called only where its own first test could pass: most lines need none.
+        text = raw.text
+        text = visible_text(text) if "\x1b" in text or "\r" in text else text.rstrip()
+        cut = text[:MATCH_LIMIT + 512]
+        if '{"log"' in cut or "&" in cut or cut[:1].isdigit():
+            cut = unwrap(cut)
+        msg, rank, task, host, ts = peel_prefixes(cut if cut.isascii() else plain_chars(cut))
         msg = msg[:MATCH_LIMIT]
         if ts is None:
             ts = last_ts
