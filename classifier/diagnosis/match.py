@@ -81,7 +81,8 @@ class KeywordIndex:
     def rules_for(self, msg: str) -> Sequence["Rule"]:
         """Return the rules whose keywords occur in `msg` where a word starts."""
         low = msg.lower()
-        found = self._substrings(low)
+        finder = self._finder
+        found = finder(low) if finder is not None else self._substrings(low)
         if not found:
             return ()
         out, asked = [], set()
