@@ -195,7 +195,7 @@ class _Hint:
     `split` also says which terms' gates the line holds, so only their patterns are searched.
     """
 
-    __slots__ = ("pattern", "literals", "patterns", "_terms", "_of", "_split")
+    __slots__ = ("pattern", "literals", "patterns", "_terms", "_of", "_split", "_plain", "_errors")
 
     def __init__(self, success, failure):
         terms = success + failure
@@ -207,6 +207,9 @@ class _Hint:
         # A line holding a literal that contains another holds the shorter one too.
         self.literals = tuple(g for g in reversed(literals)
                               if not any(o != g and o in g for o in literals))
+        # Half of them hold `error`: asked only of a line that does (most lines do not).
+        self._errors = tuple(g for g in self.literals if "error" in g)
+        self._plain = tuple(g for g in self.literals if "error" not in g)
         self.patterns = tuple((re_compile(p), needs[p]) for p in patterns)
         # Which terms a found literal (or gate pattern) may open: those with a gate holding it.
         self._terms = (success, failure)
@@ -230,11 +233,21 @@ class _Hint:
         """None when `low` holds no gate, else (success patterns, failure patterns): the terms
         whose gate it holds, of which any line a term matches holds one (tests/test_vocabulary.py)."""
         keys = ()
-        for literal in self.literals:
+        for literal in self._plain:
             if literal in low:
                 keys += (literal,)
+        if "error" in low:
+            for literal in self._errors:
+                if literal in low:
+                    keys += (literal,)
         for pattern, needs in self.patterns:
-            if (not needs or any(n in low for n in needs)) and pattern.search(low) is not None:
+            for n in needs:  # a loop, not any(): no generator on every line
+                if n in low:
+                    break
+            else:
+                if needs:
+                    continue
+            if pattern.search(low) is not None:
                 keys += (pattern.pattern,)
         if not keys:
             return None

@@ -11,7 +11,7 @@ import pytest
 import regex
 
 from classifier import precompiled
-from classifier.diagnosis.normalize import timegm
+from classifier.diagnosis.stamps import timegm
 from classifier.rules import regexcode
 from classifier.rules.load import default_rules
 from conftest import ROOT

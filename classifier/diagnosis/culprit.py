@@ -118,9 +118,10 @@ class CulpritWitness:
 
     def feed(self, line: "Line") -> None:
         """Read one normalised line."""
-        if line.source not in self._file_host:
-            self._file_host[line.source] = host_from_path(line.source)
-        host = line_host(line, self._file_host[line.source])
+        file_host = self._file_host.get(line.source, self._file_host)  # itself: not seen yet
+        if file_host is self._file_host:
+            file_host = self._file_host[line.source] = host_from_path(line.source)
+        host = line_host(line, file_host)
         # Literal tests read the gist (long runs squeezed, normalize.gist); regexes the message.
         msg, gist, rank = line.msg, line.gist, line.rank
         if rank is None and "Rank " in gist:

@@ -114,11 +114,15 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     ranks_seen = set()
     budget = RegexBudget(warnings)  # the job's regex time, over all its files
 
+    # Bound once: every line of the job goes through these four.
+    feed_signals, feed_witness, feed_region, feed_deferred = \
+        signals.feed, witness.feed, region.feed, deferred.feed
+
     def on_line(line):
-        signals.feed(line)
-        witness.feed(line)
-        region.feed(line)
-        deferred.feed(line)
+        feed_signals(line)
+        feed_witness(line)
+        feed_region(line)
+        feed_deferred(line)
         if line.rank is not None:
             ranks_seen.add(line.rank)
 

@@ -226,6 +226,8 @@ class KeywordSubstrings:
             ids = []
             db.scan(low.encode("utf-8", "surrogatepass"), match_event_handler=_collect,
                     context=ids, scratch=scratch)
+            if not ids:  # most lines
+                return ()
             found = {self._lows[i] for i in ids}
         else:
             found = [kw for kw in self._short if kw in low]

@@ -81,7 +81,8 @@ class KeywordIndex:
     def rules_for(self, msg: str) -> Sequence["Rule"]:
         """Return the rules whose keywords occur in `msg` where a word starts."""
         low = msg.lower()
-        found = self._substrings(low)
+        finder = self._finder
+        found = finder(low) if finder is not None else self._substrings(low)
         if not found:
             return ()
         out, asked = [], set()
@@ -136,23 +137,28 @@ def _window_match(rule, buf, i, budget):
     """
     budget.start(buf[i])  # this line's searches, its exclusions and context share one budget
     n = len(buf)
-    patterns = rule.patterns
     required = rule.required
     if any(required):
         # Every window is a substring of these lines joined: a pattern whose required literal
         # is not in them cannot match one, and is not searched.
         around = " ".join(buf[k].msg for k in range(max(0, i - 2), min(n, i + 3)))
-        patterns = [p for p, literal in zip(patterns, required) if literal is None or literal in around]
-        if not patterns:
+        asked = [(p, literal) for p, literal in zip(rule.patterns, required)
+                 if literal is None or literal in around]
+        if not asked:
             return None
+    else:
+        asked = [(p, None) for p in rule.patterns]
     windows = []
     for lo, hi in _WINDOWS:
         a, b = i + lo, i + hi
         if a >= 0 and b < n:
             lines = [buf[k] for k in range(a, b + 1)]
             windows.append((lines, " ".join(line.msg for line in lines)))
-    for pattern in patterns:
+    for pattern, literal in asked:
         for lines, text in windows:
+            # the same test per window: a window without the literal cannot match
+            if literal is not None and literal not in text:
+                continue
             m = budget.search(pattern, text, rule.builtin)
             if m is None:
                 continue
@@ -183,10 +189,14 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     keep = CONTEXT_LINES + 1 + _AHEAD
 
     def process(i):
+        # A list, not a generator: most lines hold no keyword, and a generator per line cost
+        # more than its test. The keyword lookup comes first for the same reason (both pure).
         line = buf[i]
-        if is_code(buf, i):
-            return
-        for rule in index.rules_for(line.msg):
+        rules = index.rules_for(line.msg)
+        if not rules or is_code(buf, i):
+            return ()
+        hits = []
+        for rule in rules:
             found = _window_match(rule, buf, i, budget)
             if found is None:
                 continue
@@ -202,7 +212,8 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
                 continue
             seen.add(key)
             facts = {k: v.strip() for k, v in m.groupdict().items() if v and v.strip()}
-            yield Hit(rule, span, facts)
+            hits.append(Hit(rule, span, facts))
+        return hits
 
     last = None
     for line in lines:
@@ -225,7 +236,9 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             seen.difference_update([key for key in seen if key[2] < oldest])
         i = len(buf) - 1 - _AHEAD
         if i >= 0:
-            yield from process(i)
+            hits = process(i)
+            if hits:
+                yield from hits
     # Drain: the last lines have no lookahead left.
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
         yield from process(i)

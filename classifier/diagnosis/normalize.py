@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from classifier.precompiled import re_compile
 from classifier.diagnosis.paste import repaired
 from classifier.diagnosis.read import RawLine
+from classifier.diagnosis.stamps import iso_seconds, syslog_seconds
 from classifier.diagnosis.typography import plain_chars
 
 # CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
@@ -51,9 +52,6 @@ _RANK_PREFIXES = (
 # pytest's failure report marks the exception's lines `E   RuntimeError: ...` (continuations
 # `E       ...`): a marker in front of the message, like a rank label.
 _PYTEST_E = re_compile(r"E(?: {3,}|\t)(?=\S)")
-
-_MONTHS = {m: i for i, m in enumerate(
-    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
 # Leading timestamps in the forms loggers, Kubernetes, syslog and dmesg write them.
 _ISO_TS = re_compile(
@@ -97,6 +95,9 @@ _SAME3 = re_compile(r"(.)\1\1", re.DOTALL)  # three equal samples in a row
 _RUN_OF: dict[str, "re.Pattern"] = {}       # character -> the pattern of its squeezable runs
 
 
+_GIST_FROM = 8 * RUN_STEP  # shorter messages are their own gist
+
+
 def gist(msg: str) -> str:
     """`msg` with runs of one character cut to SQUEEZED of it: every run of 3 * RUN_STEP or more
     (it covers three samples in a row) and any run past RUN_STEP around those samples.
@@ -105,7 +106,7 @@ def gist(msg: str) -> str:
     1/RUN_STEP of it; each such run of samples, one substitution around them.
     """
     n = len(msg)
-    if n < 8 * RUN_STEP:
+    if n < _GIST_FROM:
         return msg
     sample = msg[::RUN_STEP]
     m = _SAME3.search(sample)
@@ -151,7 +152,8 @@ class Line:
         self.ts = ts          # seconds since the epoch (own or inherited) or None
         self.index = index    # position of the input among the job's files
         self.task = task      # an outer rank label around the rank's (srun -l's task id)
-        self.gist = gist(msg)  # msg with long runs of one character squeezed, for literal tests
+        # msg with long runs of one character squeezed, for literal tests (a short one is itself)
+        self.gist = msg if len(msg) < _GIST_FROM else gist(msg)
 
     def __repr__(self) -> str:
         return f"Line({self.source!r}:{self.lineno}, rank={self.rank}, msg={self.msg!r})"
@@ -177,35 +179,6 @@ def visible_text(raw: str) -> str:
         else:
             raw = parts[-1] if parts else ""
     return raw.rstrip()
-
-
-def timegm(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
-    """calendar.timegm of these fields, without importing calendar (and with it datetime and
-    locale) on every run: ValueError for a month or year a date cannot have; the day, hour,
-    minute and second are added as given, as timegm does."""
-    if not (1 <= month <= 12 and 1 <= year <= 9999):
-        raise ValueError(f"no date has year {year}, month {month}")
-    y = year - (month <= 2)  # days from 1970-01-01 to the 1st of the month (proleptic Gregorian)
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5
-    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468 + day - 1
-    return ((days * 24 + hour) * 60 + minute) * 60 + second
-
-
-def _iso_seconds(m):
-    try:
-        base = timegm(int(m["y"]), int(m["mo"]), int(m["d"]),
-                      int(m["h"]), int(m["mi"]), int(m["s"]))
-    except (ValueError, OverflowError):
-        return None
-    frac = m["frac"]
-    return base + (float("0." + frac[1:]) if frac else 0.0)
-
-
-def _syslog_seconds(m):
-    # syslog has no year; only order within one file matters, so a fixed year is fine.
-    return timegm(2000, _MONTHS[m["mon"]], int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
 
 
 def strip_prefixes(text: str) -> tuple[str, int | None, str | None, float | None]:
@@ -242,9 +215,27 @@ for _c in " \t\n\r\x0b\x0c":  # only srun's label may follow spaces (`  3: ...`)
     _PREFIX_FIRST[_c] = (_SRUN_LABEL,)
 
 
-def _prefixes_for(msg: str) -> tuple:
+
+
+def _without(drop: tuple) -> dict:
+    return {c: v if type(v) is dict else tuple(p for p in v if p not in drop)
+            for c, v in _PREFIX_FIRST.items()}
+
+
+# A line without `|` cannot carry docker compose's label, one without `:` neither srun's nor a
+# host's (each ends in its character): a line is asked only what its characters allow.
+_DOCKER, _HOST = _RANK_PREFIXES[6], _RANK_PREFIXES[3]
+_PREFIX_NO_PIPE = _without((_DOCKER,))
+_PREFIX_NO_COLON = _without((_SRUN_LABEL, _HOST))
+_PREFIX_PLAIN = _without((_DOCKER, _SRUN_LABEL, _HOST))
+# ISO stamps begin with a digit, after `[` or not: a second character that is ASCII and no
+# digit rules them out.
+_NOT_ISO_SECOND = frozenset(map(chr, range(128))) - frozenset("0123456789")
+
+
+def _prefixes_for(msg: str, table: dict = _PREFIX_FIRST) -> tuple:
     """The rank and host prefix patterns that could match at the start of `msg`, in order."""
-    found = _PREFIX_FIRST.get(msg[:1], _RANK_PREFIXES)  # others (space, non-ASCII): all of them
+    found = table.get(msg[:1], _RANK_PREFIXES)  # others (space, non-ASCII): all of them
     if type(found) is dict:  # `[`: by the second character
         return found.get(msg[1:2], _BRACKET_OTHER)
     return found
@@ -255,12 +246,15 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     rank = task = host = ts = None
     # A paste indented as a markdown code block (or by a wrapper) still starts with its labels.
     msg = text.lstrip() if text[:1] in (" ", "\t") else text
+    # msg only loses its head below: what it lacks now, it lacks throughout
+    table = (_PREFIX_FIRST if "|" in msg else _PREFIX_NO_PIPE) if ":" in msg else \
+        (_PREFIX_NO_COLON if "|" in msg else _PREFIX_PLAIN)
     for _ in range(6):
         before = msg
         first = msg[:1]
-        m = _ISO_TS.match(msg) if first in _ISO_FIRST else None
+        m = _ISO_TS.match(msg) if first in _ISO_FIRST and msg[1:2] not in _NOT_ISO_SECOND else None
         if m:
-            ts = _iso_seconds(m) if ts is None else ts
+            ts = iso_seconds(m) if ts is None else ts
             msg = msg[m.end():]
             m = _LEVEL.match(msg) if msg[:1] in "CDEFINTW" else None
             if m:
@@ -268,7 +262,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
         else:
             m = _SYSLOG_TS.match(msg) if first in _SYSLOG_FIRST else None
             if m:
-                ts = _syslog_seconds(m) if ts is None else ts
+                ts = syslog_seconds(m) if ts is None else ts
                 msg = msg[m.end():]
             elif first == "[":
                 second = msg[1:2]
@@ -277,7 +271,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
                      else None) or (_DMESG_HUMAN_TS.match(msg) if second in _HUMAN_SECOND else None)
                 if m:
                     msg = msg[m.end():]
-        for pattern in _prefixes_for(msg):
+        for pattern in _prefixes_for(msg, table):
             m = pattern.match(msg)
             if m:
                 groups = m.groupdict()
@@ -345,8 +339,13 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
     """Yield Line objects for RawLines of one input; lines inherit the last timestamp seen."""
     last_ts = None
     for raw in repaired(raw_lines, _known_label, RawLine):
-        text = visible_text(raw.text)
-        msg, rank, task, host, ts = peel_prefixes(plain_chars(unwrap(text[:MATCH_LIMIT + 512])))
+        # Each step is called only where its own first test could pass: most lines need none.
+        text = raw.text
+        text = visible_text(text) if "\x1b" in text or "\r" in text else text.rstrip()
+        cut = text[:MATCH_LIMIT + 512]
+        if '{"log"' in cut or "&" in cut or cut[:1].isdigit():
+            cut = unwrap(cut)
+        msg, rank, task, host, ts = peel_prefixes(cut if cut.isascii() else plain_chars(cut))
         msg = msg[:MATCH_LIMIT]
         if ts is None:
             ts = last_ts

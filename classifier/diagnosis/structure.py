@@ -146,16 +146,30 @@ def structure_hits(records: list["Raised"], rules: list["Rule"],
     if not records:  # most small logs: no need to walk every rule
         return hits
     covered = covered or {}
-    for rule in rules:
-        if rule.structure is None or rule.has_patterns:
-            continue
-        for raised in records:
-            if _explained(raised, covered):
-                continue
+    free = [raised for raised in records if not _explained(raised, covered)]
+    if not free:
+        return hits
+    for rule in _structure_only(rules):
+        for raised in free:
             facts = meets(rule.structure, raised, _at(training_at, raised.line))
             if facts is not None:
                 hits.append(Hit(rule, [raised.anchor], facts))
     return hits
+
+
+_STRUCTURE_ONLY: dict[int, tuple[list, list]] = {}  # id(rules) -> (rules, its structure-only rules)
+
+
+def _structure_only(rules: list["Rule"]) -> list["Rule"]:
+    """The rules with a structure block and no patterns, in order: picked once per rule list
+    (a triage worker diagnoses thousands of jobs with one), not per job."""
+    kept = _STRUCTURE_ONLY.get(id(rules))
+    if kept is None or kept[0] is not rules:
+        if len(_STRUCTURE_ONLY) > 8:
+            _STRUCTURE_ONLY.clear()
+        kept = _STRUCTURE_ONLY[id(rules)] = (rules, [
+            rule for rule in rules if rule.structure is not None and not rule.has_patterns])
+    return kept[1]
 
 
 def keep_hit(hit: Hit, by_line: dict, training_at=None) -> bool:

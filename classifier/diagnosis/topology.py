@@ -176,7 +176,7 @@ class Topology:
             self._add_host(host)
             if line.rank is not None:
                 self.host_of.setdefault(line.rank, host)
-        if "NCCL" in gist:
+        if "nranks" in gist and "NCCL" in gist:  # _NCCL_COMM needs its `nranks`
             m = _NCCL_COMM.search(msg)
             if m and host and small_int(m["rank"]) is not None and small_int(m["nranks"]) is not None:
                 self._comms.append((host, int(m["rank"]), int(m["nranks"]), m["bus"]))

@@ -76,7 +76,9 @@ def test_peeling_by_first_character_changes_no_line(messages, monkeypatch):
               ("", "0]: a", "1,2]<stderr>: b", "ank4]: c", "od/p] d", "+0.5] e", " 0.5] f",
                "on Jan  2 03:04:05 2024] g", "2024-01-02 03:04:05 h")]
     fast = [N.peel_prefixes(t) for t in texts]
-    monkeypatch.setattr(N, "_PREFIX_FIRST", {})
+    for name in ("_PREFIX_FIRST", "_PREFIX_NO_PIPE", "_PREFIX_NO_COLON", "_PREFIX_PLAIN"):
+        monkeypatch.setattr(N, name, {})
+    monkeypatch.setattr(N, "_NOT_ISO_SECOND", frozenset())
     for name in ("_TS_FIRST", "_ISO_FIRST", "_SYSLOG_FIRST", "_DMESG_SECOND", "_HUMAN_SECOND"):
         monkeypatch.setattr(N, name, _Everything())
     slow = [N.peel_prefixes(t) for t in texts]
