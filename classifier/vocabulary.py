@@ -98,8 +98,43 @@ OTHER_FAILURE_TERMS = (
     # `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress: ...`, `CUDA error: out of memory`.
     Term(r"\bCUDA error\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"),
          raw=r"CUDA error|cudaError[A-Z]"),
-    Term(r"Segmentation fault", ("segmentation fault",), raw="Segmentation fault"),
+    # any case: zsh and DataLoader's worker handler write it in lower case
+    # (`zsh: segmentation fault  python x.py`, `ERROR: Unexpected segmentation fault encountered`)
+    Term(r"(?i:segmentation fault)", ("segmentation fault",), raw="(?i:segmentation fault)"),
     Term(r"core dumped", ("core dumped",), raw="core dumped"),
+    # the shell's words for a fatal signal (strsignal), alone or in bash's `line N: PID <what>`
+    Term(r"(?:^|\bline \d+:\s+\d+\s+)(?:Illegal instruction|Floating point exception|Bus error"
+         r"|Trace/breakpoint trap)(?:\s|$)",
+         ("illegal instruction", "floating point exception", "bus error", "trace/breakpoint trap"),
+         raw="Illegal instruction|Floating point exception|Bus error|Trace/breakpoint trap"),
+    # zsh's report of a job a signal ended (`zsh: abort      python x.py`), fish's
+    # (`fish: Job 1, 'python x.py' terminated by signal SIGSEGV (Address boundary error)`)
+    Term(r"^zsh: (?:segmentation fault|bus error|abort|illegal hardware instruction"
+         r"|floating point exception|killed|trace trap)\s+\S", ("zsh: ",), raw="zsh: "),
+    Term(r"terminated by signal SIG[A-Z]+", ("terminated by signal",), raw="terminated by signal"),
+    # DataLoader's worker signal handler: `ERROR: Unexpected floating-point exception encountered in worker.`
+    Term(r"Unexpected [\w -]{3,40} encountered in worker", ("encountered in worker",),
+         raw="encountered in worker"),
+    # a launch that never started: `bash: deepspeed: command not found`, `zsh: command not found: torchrun`
+    Term(r": command not found\b|\bcommand not found: \S", ("command not found",),
+         raw="command not found"),
+    # a notebook's kernel died under the cell (Jupyter; VS Code's wording)
+    Term(r"kernel appears to have died|Kernel crashed while executing code",
+         ("kernel appears to have died", "kernel crashed while executing"),
+         raw="(?i:kernel appears to have died|kernel crashed while executing)"),
+    # pip could not resolve what the job's set-up asked for: nothing ran after it
+    Term(r"Could not find a version that satisfies the requirement|No matching distribution found for",
+         ("could not find a version that satisfies", "no matching distribution found"),
+         raw="Could not find a version that satisfies|No matching distribution found"),
+    # Open MPI's summary of ranks that exited non-zero; Hydra's line before the app's traceback;
+    # a JVM's fatal exception on its main thread (Spark / Ray Java workers)
+    Term(r"one or more processes exited with non-zero status|^a non-zero exit code\. Per user-direction"
+         r"|^Error executing job with overrides:|^Exception in thread \"main\"",
+         ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread"),
+         raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"),
+    # Rust (tokenizers, safetensors) and Go (operators, sidecars) panics
+    Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S", ("panicked at", "panic: "),
+         raw="panicked at|panic: "),
     Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),
     Term(r"exits with return code = -?[1-9]", ("exits with return code",),
          raw="exits with return code"),  # deepspeed launcher

@@ -95,3 +95,50 @@ def test_a_glog_fatal_line_is_a_failure_with_the_prefilter_too(tmp_path, select)
     full = diagnose_job([str(log)], select=False)
     assert full["category"] == "unknown"
     assert diagnose_job([str(log)], select=select) == full
+
+
+# How shells, DataLoader's worker handler and native runtimes report a death no rule owns.
+_SIGNAL_DEATHS = [
+    "zsh: segmentation fault  python train.py --deepspeed ds.json",
+    "ERROR: Unexpected segmentation fault encountered in worker.",
+    "ERROR: Unexpected floating-point exception encountered in worker.",
+    "run_sft.sh: line 9: 40213 Illegal instruction     (core dumped) deepspeed train.py",
+    "Floating point exception",
+    "zsh: abort      python train.py",
+    "fish: Job 1, 'python train.py' terminated by signal SIGSEGV (Address boundary error)",
+    "thread '<unnamed>' panicked at 'called `Option::unwrap()` on a `None` value', src/models/bpe.rs:12:5",
+    "panic: runtime error: invalid memory address or nil pointer dereference",
+    "./launch.sh: line 4: deepspeed: command not found",
+    "zsh: command not found: torchrun",
+    "The kernel appears to have died. It will restart automatically.",
+    "ERROR: No matching distribution found for deepspeed==0.99.1",
+    "Primary job  terminated normally, but 1 process returned\n"
+    "a non-zero exit code. Per user-direction, the job has been aborted.",
+    "Error executing job with overrides: ['trainer.devices=8', 'model=llama']",
+    'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space',
+]
+# Healthy lines that share the words.
+_HEALTHY = [
+    "export PYTHONFAULTHANDLER=1  # prints a traceback on a segmentation-fault-free run too",
+    "[INFO] checking the bus error counters: 0",
+    "zsh: correct 'pyhton' to 'python' [nyae]? y",
+    "Watchdog: panic_on_timeout disabled",
+    "ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.",
+    "[2024-05-01 10:00:00] worker exited with non-zero status 0 times in the last hour",
+]
+
+
+@pytest.mark.parametrize("select", ["re", "hyperscan"])
+@pytest.mark.parametrize("line", _SIGNAL_DEATHS)
+def test_a_death_reported_by_the_shell_or_a_runtime_is_a_failure(tmp_path, select, line):
+    log = tmp_path / "job.log"
+    healthy = "".join(f"[rank0]: step {i} loss 1.{i % 10}\n" for i in range(3000))
+    log.write_text(healthy + line + "\n")
+    assert diagnose_job([str(log)], select=select)["category"] == "unknown"
+
+
+@pytest.mark.parametrize("line", _HEALTHY)
+def test_healthy_lines_with_those_words_stay_healthy(tmp_path, line):
+    log = tmp_path / "job.log"
+    log.write_text("[rank0]: step 1 loss 1.2\n" + line + "\n[rank0]: step 2 loss 1.1\n")
+    assert diagnose_job([str(log)])["category"] == "none"
