@@ -20,11 +20,14 @@ MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too lit
 # log output, not code.
 # A line opening on a quote is a source line's string (a message spread over lines) unless it is
 # a JSON key or a quoted exception line, as printed lists and JSON arrays of errors show them
-# (`'RuntimeError: Address already in use', 'RuntimeError: NCCL error ...'`); right under a
-# traceback's frame head, though, a quoted exception line is the frame's source (is_code).
+# (`'RuntimeError: Address already in use', 'RuntimeError: NCCL error ...'`) or Python's own
+# message (`'NoneType' object has no attribute 'x'`); right under a traceback's frame head,
+# though, a quoted line is the frame's source (is_code).
 _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|"""
-                        r"""f?["'](?![\w.-]{1,40}["']\s?:\s)(?![\w.]{0,80}(?:Error|Exception):\s)""")
-_QUOTED_EXCEPTION = re_compile(r"""f?["'][\w.]{0,80}(?:Error|Exception):\s""")
+                        r"""f?["'](?![\w.-]{1,40}["']\s?:\s)(?![\w.]{0,80}(?:Error|Exception):\s)"""
+                        # Python's own `'NoneType' object has no attribute 'x'` is a message
+                        r"""(?![\w.]{1,60}' object (?:has no attribute|is not (?:callable|subscriptable|iterable)))""")
+_QUOTED = re_compile(r"""f?["']""")
 _FRAME_HEAD = re_compile(r"""File "[^"\n]+", line \d+""")
 
 
@@ -32,7 +35,7 @@ def is_code(buf, i: int) -> bool:
     """Whether buf[i] is a line of source code (echoed in a traceback or pasted), not output."""
     msg = buf[i].msg
     return bool(_CODE_LINE.match(msg) or (
-        i > 0 and _QUOTED_EXCEPTION.match(msg) and _FRAME_HEAD.search(buf[i - 1].msg)))
+        i > 0 and _QUOTED.match(msg) and _FRAME_HEAD.search(buf[i - 1].msg)))
 
 
 class Hit:

@@ -302,3 +302,14 @@ def test_a_lone_decode_error_after_nccl_built_its_communicators_is_not_the_confi
             "node2:311:402 [0] NCCL INFO comm 0x55d0c8a0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
     assert _diagnose(tmp_path, launched + lone)["category"] == "config_json_syntax"
     assert _diagnose(tmp_path, launched + nccl + lone)["category"] == "unknown"
+
+
+def test_a_quoted_python_message_is_output_but_a_quoted_source_string_is_code(tmp_path):
+    # a bare AttributeError message pasted on its own opens on a quote, as source strings do
+    message = "'DummyOptim' object has no attribute 'param_groups'\n"
+    assert _diagnose(tmp_path, message)["category"] == "scheduler_config"
+    source = ("Traceback (most recent call last):\n"
+              '  File "/work/train.py", line 9, in main\n'
+              "    'DummyOptim' object has no attribute 'param_groups' if flag else None,\n"
+              "ValueError: bad flag\n")
+    assert _diagnose(tmp_path, source)["category"] != "scheduler_config"
