@@ -294,7 +294,19 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     m = None if msg.isascii() else _BOX_LEFT.match(msg)  # the borders are not ASCII
     if m:
         msg = _BOX_RIGHT.sub("", msg[m.end():])
-    return msg.strip(), rank, task, host, ts
+    msg = msg.strip()
+    if msg[:1] == "`":
+        msg = _inline_code(msg)
+    return msg, rank, task, host, ts
+
+
+def _inline_code(msg: str) -> str:
+    """A message quoted as markdown inline code (`` `KeyError: 'RANK'` ``, or its opening
+    backtick alone when the paste is cut) without the backticks; a fenced block's ``` stays."""
+    if msg[1:2] == "`":
+        return msg
+    inner = msg[1:-1] if msg[-1:] == "`" and len(msg) > 2 else msg[1:]
+    return msg if "`" in inner else inner.strip()
 
 
 # Wrappers around a whole line, unwrapped before the prefixes are peeled: Docker's json-file log

@@ -122,3 +122,15 @@ def test_web_copy_characters_are_read_as_plain_ones(tmp_path):
                    "\u00a0\u00a0\u00a0\u00a0local_rank = int(os.environ['LOCAL_RANK'])\n"
                    "KeyError:\u00a0'LOCAL_RANK'\n", encoding="utf-8")
     assert diagnose_job([str(log)])["category"] == "env_var_missing"
+
+
+@pytest.mark.parametrize("line, msg", [
+    ("`IndexError: index out of range in self`", "IndexError: index out of range in self"),
+    ("[rank0]: `KeyError: 'RANK'`", "KeyError: 'RANK'"),
+    ("`RuntimeError: CUDA error: inv", "RuntimeError: CUDA error: inv"),   # cut before its end
+    ("```", "```"),                                                           # a fence stays
+    ("`deepspeed` was not found, run `pip install deepspeed`",
+     "`deepspeed` was not found, run `pip install deepspeed`"),               # spans inside stay
+])
+def test_a_message_quoted_as_inline_code_loses_its_backticks(line, msg):
+    assert peel_prefixes(line)[0] == msg
