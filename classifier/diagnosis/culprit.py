@@ -10,11 +10,13 @@ names a culprit only when it singles one out, and the confidence says how direct
 """
 
 import re
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from classifier.numbers import small_int
 from classifier.precompiled import re_compile
+from classifier.diagnosis.events import (  # noqa: F401 (_STEP, _step, any_event: read from here too)
+    _CONNECT_HINTS, _HW_HINTS, _STEP, _TIMEOUT_HINTS, _event, _kept_event, _kept_step, _step,
+    _step_number, any_event)
 from classifier.diagnosis.topology import LOOPBACK, Topology, host_from_path, line_host
 
 if TYPE_CHECKING:
@@ -31,7 +33,6 @@ _ENQUEUED = re_compile(r"last enqueued (?:NCCL )?work: (?P<n>-?\d+)")
 # of a line no launcher labelled (torch < 2.2 printed no `[rank5]:` prefix)
 # Only in the default group: a sub-group's messages number ranks within the group.
 _MSG_RANK = re_compile(r"\[(?:PG (?:ID )?0 [^\]]*?)?Rank (?P<rank>\d+)\]")
-_STEP = re_compile(r"\b(?:global[_ ])?(?:step|iteration|iter)\b\s*(?:[:=#]\s*)?(?P<n>\d+)", re.IGNORECASE)
 # Hardware: NVRM's Xid line (krcReportXid), ECC and fell-off-the-bus messages.
 _PCI = r"(?P<pci>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
 _XID = re_compile(r"NVRM: Xid \(PCI:" + _PCI + r"[0-9a-fA-F.]*\): (?P<xid>\d+)(?:, pid=(?P<pid>\d+))?")
@@ -48,48 +49,6 @@ _CONNECT_FAIL = re_compile(r"failed to connect to|Connection refused|No route to
                            r"|timed out after \d+\S* while trying to connect|Name or service not known"
                            r"|RendezvousConnectionError|DistNetworkError|host not found", re.IGNORECASE)
 _JOINED = re_compile(r"Init COMPLETE|Rendezvous complete|rendezvous'ing worker group|\bstep\b", re.IGNORECASE)
-# Words of every event below, in a lower-cased line. Most lines hold none: `in` tests settle
-# that 4x faster than an alternation regex (re tries each word at each position).
-EVENT_WORDS = ("timeout", "timed out", "by peer", "monitoredbarrier", "watchdog", "nvrm", "ecc",
-               "off the bus", "gpu is lost", "killed process", "oom-kill", "return code = -9",
-               "exitcode: -9", "connect", "refused", "no route", "not known", "rendezvous",
-               "host not found", "networkerror", "init complete")
-_STEP_WORD = re_compile(r"\bstep\b")
-
-
-def _step(msg: str):
-    """_STEP.search(msg) from its word's first place (an ASCII line's lower() keeps positions)."""
-    low = msg.lower()
-    found = [i for i in (low.find("step"), low.find("iter")) if i >= 0] if msg.isascii() else [0]
-    return _STEP.search(msg, max(0, min(found) - len("global_"))) if found else None
-
-
-def _holds(text: str, words: tuple[str, ...]) -> bool:
-    """Does `text` (lower-cased, where the words are) hold one of `words`?"""
-    for word in words:
-        if word in text:
-            return True
-    return False
-
-
-# Literals each pattern needs (_TIMEOUT, _CONNECT_FAIL in the lower-cased line; _HW, _XID as written).
-_TIMEOUT_HINTS = partial(_holds, words=(
-    "collective operation timeout", "timed out in blocking wait", "timeout at nccl work",
-    "detected by watchdog at work", "timed out waiting ", "connection closed by peer",
-    "connection reset by peer", "failed to pass monitoredbarrier"))
-_HW_HINTS = partial(_holds, words=("NVRM", "fallen off the bus", "uncorrectable ECC", "ECC error", "GPU is lost"))
-_CONNECT_HINTS = partial(_holds, words=(
-    "failed to connect to", "connection refused", "no route to host", "while trying to connect",
-    "name or service not known", "rendezvousconnectionerror", "distnetworkerror", "host not found"))
-
-
-def any_event(low: str) -> bool:
-    """Does the lower-cased line name any event the witness reads?"""
-    if _holds(low, EVENT_WORDS):
-        return True
-    at = low.find("step")  # \bstep\b starts at an occurrence: search from the first one
-    return at >= 0 and _STEP_WORD.search(low, at) is not None
-
 # Categories whose cause lives on one node or rank; a config or install error is everyone's.
 _LOCAL = frozenset({"gpu_oom", "unknown", "nccl_network", "disk_full", "device_visibility"})
 DIRECT, STRONG, LIKELY, WEAK = 0.9, 0.85, 0.75, 0.6
@@ -135,13 +94,13 @@ class CulpritWitness:
             self.seen.add(rank)
             if line.ts is not None:
                 self.last_ts[rank] = line.ts
-            m = _step(msg) if "tep" in gist or "ter" in gist else None
-            step = small_int(m["n"]) if m else None
+            step = (_kept_step(msg) if len(msg) < 512 else _step_number(msg)) \
+                if "tep" in gist or "ter" in gist else None
             if step is not None:
                 self.last_step[rank] = step
-        low = gist.lower()
-        if not any_event(low):
+        if not (_kept_event(gist) if len(gist) < 512 else _event(gist)):
             return
+        low = gist.lower()
         # Each search below is behind a literal its pattern needs: most event lines are NCCL's
         # `Init COMPLETE` and connection chatter, which none of them matches.
         if rank is not None and _TIMEOUT_HINTS(low) and _TIMEOUT.search(msg):

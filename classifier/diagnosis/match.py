@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 SEEN_LIMIT = 4096  # hit keys kept before those of lines the buffer has passed are dropped
 _AHEAD = 2
+_KEPT, _KEPT_BELOW = 4096, 512  # keyword answers kept, for messages shorter than this
 
 # Window shapes around the keyword line i, as (first, last) offsets, tried in order.
 _WINDOWS = ((0, 0), (0, 1), (0, 2), (-1, 0), (-1, 1), (-2, 0))
@@ -55,6 +56,9 @@ class KeywordIndex:
         self._finder = None  # built on the first line: see _substrings()
         self._cut_prefixes = None  # built on first use: only an input's last line asks
         self._longest_cut = 0
+        # A pure function of the message, asked of every line: the answer for a short message
+        # is kept for its next copies (ranks and jobs repeat their chatter).
+        self._kept = {}
 
     def rules_cut_at_end(self, msg: str) -> list["Rule"]:
         """Rules with a keyword in `msg`, or whose keyword begins where `msg` is cut off."""
@@ -79,7 +83,18 @@ class KeywordIndex:
         return out
 
     def rules_for(self, msg: str) -> Sequence["Rule"]:
-        """Return the rules whose keywords occur in `msg` where a word starts."""
+        """Return the rules whose keywords occur in `msg` where a word starts (do not modify)."""
+        if len(msg) >= _KEPT_BELOW:
+            return self._rules_for(msg)
+        kept = self._kept
+        found = kept.get(msg)
+        if found is None:
+            if len(kept) >= _KEPT:
+                kept.clear()
+            found = kept[msg] = self._rules_for(msg)
+        return found
+
+    def _rules_for(self, msg: str) -> Sequence["Rule"]:
         low = msg.lower()
         finder = self._finder
         found = finder(low) if finder is not None else self._substrings(low)
@@ -129,31 +144,57 @@ class KeywordIndex:
         return pattern
 
 
-def _window_match(rule, buf, i, budget):
+class _Views:
+    """The texts a keyword line's rules are tried on, joined once for all of them (a keyword
+    line gates ~4 rules): the five lines around it, then each window of _WINDOWS."""
+
+    __slots__ = ("buf", "i", "_around", "_windows")
+
+    def __init__(self, buf, i):
+        self.buf, self.i, self._around, self._windows = buf, i, None, None
+
+    @property
+    def around(self) -> str:
+        if self._around is None:
+            buf, i = self.buf, self.i
+            self._around = " ".join(buf[k].msg for k in range(max(0, i - 2), min(len(buf), i + 3)))
+        return self._around
+
+    @property
+    def windows(self) -> list:
+        if self._windows is None:
+            buf, i, n = self.buf, self.i, len(self.buf)
+            self._windows = []
+            for lo, hi in _WINDOWS:
+                a, b = i + lo, i + hi
+                if a >= 0 and b < n:
+                    lines = [buf[k] for k in range(a, b + 1)]
+                    self._windows.append((lines, " ".join(line.msg for line in lines)))
+        return self._windows
+
+
+def _window_match(rule, buf, i, budget, views=None):
     """Try the rule's patterns on windows around buf[i]; return (lines, match, text) or None.
 
     Patterns are the outer loop: a rule lists its richest pattern first, and that pattern
-    gets every window before a shorter fallback may match the single line.
+    gets every window before a shorter fallback may match the single line. `views`: the
+    line's _Views, shared by its rules.
     """
     budget.start(buf[i])  # this line's searches, its exclusions and context share one budget
-    n = len(buf)
+    if views is None:
+        views = _Views(buf, i)
     required = rule.required
     if any(required):
         # Every window is a substring of these lines joined: a pattern whose required literal
         # is not in them cannot match one, and is not searched.
-        around = " ".join(buf[k].msg for k in range(max(0, i - 2), min(n, i + 3)))
+        around = views.around
         asked = [(p, literal) for p, literal in zip(rule.patterns, required)
                  if literal is None or literal in around]
         if not asked:
             return None
     else:
         asked = [(p, None) for p in rule.patterns]
-    windows = []
-    for lo, hi in _WINDOWS:
-        a, b = i + lo, i + hi
-        if a >= 0 and b < n:
-            lines = [buf[k] for k in range(a, b + 1)]
-            windows.append((lines, " ".join(line.msg for line in lines)))
+    windows = views.windows
     for pattern, literal in asked:
         for lines, text in windows:
             # the same test per window: a window without the literal cannot match
@@ -196,8 +237,9 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
         if not rules or is_code(buf, i):
             return ()
         hits = []
+        views = _Views(buf, i)
         for rule in rules:
-            found = _window_match(rule, buf, i, budget)
+            found = _window_match(rule, buf, i, budget, views)
             if found is None:
                 continue
             span, m, text = found

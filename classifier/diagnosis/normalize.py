@@ -13,6 +13,7 @@ line); an outer one is kept as the line's `task`.
 import json
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 from classifier.precompiled import re_compile
 from classifier.diagnosis.paste import repaired
@@ -341,9 +342,20 @@ def unwrap(text: str) -> str:
 _ESCAPED_TRACEBACK = re_compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
 
 
+# A job's lines repeat their labels and messages (each rank prints the same chatter, each job of
+# a training code the same start-up): a short line's peel is kept for its next copies. The
+# peel is a pure function of the text; long lines rarely repeat and are not kept.
+_KEPT_PEEL = lru_cache(maxsize=4096)(peel_prefixes)
+_KEPT_BELOW = 512
+
+
+def _peel(text: str) -> tuple[str, int | None, int | None, str | None, float | None]:
+    return _KEPT_PEEL(text) if len(text) < _KEPT_BELOW else peel_prefixes(text)
+
+
 def _known_label(text: str) -> bool:
     """Whether the prefix peeler reads a label at the start of `text`."""
-    return peel_prefixes(text)[0] != text.strip()
+    return _peel(text)[0] != text.strip()
 
 
 def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
@@ -357,7 +369,7 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
         cut = text[:MATCH_LIMIT + 512]
         if '{"log"' in cut or "&" in cut or cut[:1].isdigit():
             cut = unwrap(cut)
-        msg, rank, task, host, ts = peel_prefixes(cut if cut.isascii() else plain_chars(cut))
+        msg, rank, task, host, ts = _peel(cut if cut.isascii() else plain_chars(cut))
         msg = msg[:MATCH_LIMIT]
         if ts is None:
             ts = last_ts

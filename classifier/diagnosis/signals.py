@@ -6,6 +6,7 @@ torchelastic's "Root Cause (first observed failure)" summary, which names the fa
 """
 
 from collections import deque
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
@@ -29,6 +30,29 @@ def _matches(patterns, msg):
         if pattern.search(msg) is not None:
             return True
     return False
+
+
+SUCCESS, EXCEPTION, ECHOED, MARKER = 1, 2, 3, 4
+
+
+def _line_kind(msg: str, gist: str) -> int:
+    """What a message says, a pure function of it: SUCCESS, EXCEPTION, ECHOED (an exception
+    line a launcher echoes), MARKER (another failure marker) or 0."""
+    # Only the success / failure terms whose gates the line holds are searched: most
+    # lines hold none (the same answer as SUCCESS / OTHER_FAILURE, at a fraction).
+    hint = MARKER_HINT.split(gist.lower())
+    if hint is not None and _matches(hint[0], msg):
+        return SUCCESS
+    if EXCEPTION_LINE.match(msg):
+        return ECHOED if ECHO.search(msg) else EXCEPTION
+    if hint is not None and _matches(hint[1], msg):
+        return MARKER
+    return 0
+
+
+# Every line is asked, and lines repeat (ranks and jobs print the same chatter): a short
+# message's kind is kept for its next copies.
+_KEPT_KIND = lru_cache(maxsize=4096)(_line_kind)
 
 
 class FailureSignals:
@@ -75,25 +99,22 @@ class FailureSignals:
             self.failed = True
             self._last_failure[line.source] = line.lineno
             return
-        # Only the success / failure terms whose gates the line holds are searched: most
-        # lines hold none (the same answer as SUCCESS / OTHER_FAILURE, at a fraction).
-        hint = MARKER_HINT.split(gist.lower())
-        if hint is not None and _matches(hint[0], msg):
+        kind = _KEPT_KIND(msg, gist) if len(msg) < 512 else _line_kind(msg, gist)
+        if not kind:
+            return
+        if kind == SUCCESS:
             self._last_success[line.source] = line.lineno
             return
-        if EXCEPTION_LINE.match(msg):
-            self.failed = True
-            self._last_failure[line.source] = line.lineno
-            if ECHO.search(msg):
-                self.last_echo = line
-            else:
-                self.last_exception = line
-                if len(self.exceptions) < MAX_EXCEPTIONS:
-                    self.exceptions.append(line)
-        elif hint is not None and _matches(hint[1], msg):
-            self.failed = True
+        self.failed = True
+        self._last_failure[line.source] = line.lineno
+        if kind == ECHOED:
+            self.last_echo = line
+        elif kind == EXCEPTION:
+            self.last_exception = line
+            if len(self.exceptions) < MAX_EXCEPTIONS:
+                self.exceptions.append(line)
+        else:
             self.last_marker = line
-            self._last_failure[line.source] = line.lineno
 
     def survived(self) -> bool:
         """True when every file that shows a failure ends with a success marker after it."""

@@ -11,6 +11,7 @@ each spawned process with its `--local_rank`), torchelastic's failure blocks (`h
 
 import os
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from classifier.numbers import small_int
@@ -140,10 +141,22 @@ def line_host(line: "Line", file_host: str | None = None) -> str | None:
     m = _SYSLOG_HOST.search(line.text) if " kernel:" in line.text else None
     if m:
         return m["host"]
-    m = nccl_prefix(line.msg) if "NCCL" in line.msg else None
-    if m and m["host"] != "localhost":
-        return m["host"]
+    msg = line.msg
+    if "NCCL" in msg:
+        host = _kept_nccl_host(msg) if len(msg) < 512 else _nccl_host(msg)
+        if host is not None:
+            return host
     return file_host
+
+
+def _nccl_host(msg: str) -> str | None:
+    m = nccl_prefix(msg)
+    return m["host"] if m and m["host"] != "localhost" else None
+
+
+# NCCL's lines repeat their prefix and often their whole message: the host read from a short
+# message is kept for its next copies.
+_kept_nccl_host = lru_cache(maxsize=4096)(_nccl_host)
 
 
 class Topology:

@@ -26,6 +26,7 @@ Memory is bounded: MAX_FRAMES innermost frames per exception, MAX_RECORDS per jo
 """
 
 from collections import deque
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
@@ -77,6 +78,31 @@ class Frame:
     def where(self) -> str:
         """`path/to/file.py:function`, the form structure conditions match."""
         return f"{self.file}:{self.func}"
+
+
+def _frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | None] | None:
+    """(file, function, line) of a frame line, else None: a pure function of the message."""
+    # What each frame form must hold: `File "`, ` in ` (pytest, IPython, Python), `frame #`
+    # (c10), `Exception raised from` (c10's raise site); tested in `gist`, msg's if given.
+    gist = msg if gist is None else gist
+    if not ("File \"" in gist or " in " in gist or "frame #" in gist
+            or "Exception raised from " in gist):
+        return None
+    for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
+                    _CPP_FRAME):
+        m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
+        if m:
+            d = m.groupdict()
+            # A "line" of thousands of digits is no line number (and int() refuses it).
+            line = int(d["line"]) if d.get("line") and len(d["line"]) < 10 else None
+            return d["file"].replace("\\", "/"), d.get("func") or "<module>", line
+    return None
+
+
+# Every line is asked; lines repeat (ranks and jobs print the same chatter), so a short
+# message's answer is kept for its next copies. A Frame is built anew each time (its source
+# is filled in later).
+_kept_frame = lru_cache(maxsize=4096)(_frame_parts)
 
 
 class Raised:
@@ -179,7 +205,8 @@ class TracebackCollector:
             if frame is not None:
                 msg = glued
         if frame is None:
-            frame = self._frame(msg, gist)
+            parts = _kept_frame(msg, gist) if len(msg) < 512 else _frame_parts(msg, gist)
+            frame = Frame(*parts) if parts is not None else None
         if frame is None and (msg[:1] in ("/", "~") or msg[1:3] == ":\\") \
                 and _RICH_PATH_HEAD.match(msg):
             state.rich_head = msg  # not held back: the line is read as itself too
@@ -227,21 +254,8 @@ class TracebackCollector:
 
     @staticmethod
     def _frame(msg: str, gist: str | None = None) -> Frame | None:
-        # What each frame form must hold: `File "`, ` in ` (pytest, IPython, Python), `frame #`
-        # (c10), `Exception raised from` (c10's raise site); tested in `gist`, msg's if given.
-        gist = msg if gist is None else gist
-        if not ("File \"" in gist or " in " in gist or "frame #" in gist
-                or "Exception raised from " in gist):
-            return None
-        for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
-                        _CPP_FRAME):
-            m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
-            if m:
-                d = m.groupdict()
-                # A "line" of thousands of digits is no line number (and int() refuses it).
-                line = int(d["line"]) if d.get("line") and len(d["line"]) < 10 else None
-                return Frame(d["file"].replace("\\", "/"), d.get("func") or "<module>", line)
-        return None
+        parts = _frame_parts(msg, gist)
+        return Frame(*parts) if parts is not None else None
 
     def finish(self) -> list[Raised]:
         """Close what is still open (cut tracebacks) and return every exception, in order."""
