@@ -101,9 +101,11 @@ class FailureRegion:
 _IDENT = re_compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The words of one identifier part: `WarmupDecayLR` -> Warmup, Decay, LR; `ProcessGroupNCCL`.
 _WORD = re_compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-# A Python traceback frame's tail, also when a wrapped paste cut the `File "` off its start;
-# the path is what precedes it back to a quote or a blank (found without a backtracking regex).
-_FRAME = re_compile(r'\.py", line \d+, in ([\w<>.]+)')
+# A traceback frame's tail, also when a wrapped paste cut the `File "` off its start: Python's
+# `x.py", line 3, in f`, IPython's `x.py:69, in Cls.f(` and `x.py in f(`, rich's `x.py:2032 in
+# step`, pytest's `x.py:42: in f`. The path is what precedes it back to a quote or a blank
+# (found without a backtracking regex); of a qualified function, its last name.
+_FRAME = re_compile(r'\.py(?:", line \d+,|:\d+,?|:\d+:|(?= in [\w<>.]+(?:\(|$))) in ([\w<>.]+)')
 _PACKAGE_ROOTS = ("site-packages", "dist-packages")
 _FRAME_DEPTH = 3    # path components kept of a frame outside an installed package
 # An exception type anywhere in a line (`raise CalledProcessError(`, `torch.OutOfMemoryError:`).
@@ -149,7 +151,7 @@ def _structure_tokens(msg: str) -> list[str]:
     out = []
     for m in _FRAME.finditer(msg):
         start = max(msg.rfind(c, 0, m.start()) for c in '" \t') + 1
-        module, func = _frame_module(msg[start:m.start() + 3]), _token(m.group(1))
+        module, func = _frame_module(msg[start:m.start() + 3]), _token(m.group(1).rsplit(".", 1)[-1])
         out += ["frame_" + module] if module else []
         out += ["func_" + func] if func else []
     names = [m.group(1) for m in _EXCEPTION_NAME.finditer(msg)]

@@ -183,11 +183,36 @@ def test_model_text_spells_identifiers_and_adds_frame_and_exception_tokens():
     assert model_text(lines) == "\n".join(model_text([line]) for line in lines)
 
 
+def test_model_text_reads_the_frames_of_every_traceback_form():
+    from classifier.diagnosis.fallback import TOKEN
+    from classifier.diagnosis.region import model_text
+
+    def tokens(text):
+        return TOKEN.findall(model_text([text]).lower())
+
+    # IPython 8 (a Windows path, a qualified function), older IPython, rich, pytest: each gives
+    # the module and function a Python frame of the same code would.
+    assert tokens(r"File ~\anaconda3\envs\lan\lib\site-packages\lanfactory\trainers\torch_mlp.py:118, "
+                  "in DatasetTorch.__init_file_shape(self)") == [
+        "frame_lanfactory_trainers_torch_mlp", "func_init_file_shape"]
+    assert tokens("~/miniconda3/lib/python3.8/site-packages/torch/nn/modules/module.py in "
+                  "_call_impl(self, *input, **kwargs)") == ["frame_torch_nn_modules_module", "func_call_impl"]
+    assert tokens("/usr/lib/python3/dist-packages/deepspeed/runtime/engine.py:2032 in step") == [
+        "frame_deepspeed_runtime_engine", "func_step"]
+    assert tokens("tests/unit/test_zero.py:42: in test_step") == ["frame_tests_unit_test_zero", "func_test_step"]
+    assert tokens('File "/opt/conda/lib/python3.10/site-packages/torch/optim/lr_scheduler.py", line 69, '
+                  "in __init__") == ["frame_torch_optim_lr_scheduler", "func_init"]
+    # Prose that names a file is no frame.
+    assert tokens("see train.py in order to fix it") == []
+    assert tokens("edit setup.py in the repository root.") == []
+
+
 def test_model_text_is_linear_on_a_long_line():
     import time
     from classifier.diagnosis.region import model_text
     start = time.perf_counter()
-    for line in ("a" * 65536, "A." * 32768, "x" * 65000 + '.py", line 3, in f', "Error" * 13000):
+    for line in ("a" * 65536, "A." * 32768, "x" * 65000 + '.py", line 3, in f', "Error" * 13000,
+                 "a.py in " * 8000, ".py in " + "a" * 65000):
         model_text([line])
     assert time.perf_counter() - start < 2.0   # a quadratic scan takes seconds per line
 
