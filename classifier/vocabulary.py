@@ -98,6 +98,8 @@ OTHER_FAILURE_TERMS = (
     # `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress: ...`, `CUDA error: out of memory`.
     Term(r"\bCUDA error\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"),
          raw=r"CUDA error|cudaError[A-Z]"),
+    # NCCL's CUDACHECK and its copies elsewhere: `NCCL WARN Cuda failure 'an illegal memory access ...'`
+    Term(r"(?i:\bcuda failure\b)", ("cuda failure",), raw="(?i:cuda failure)"),
     # any case: zsh and DataLoader's worker handler write it in lower case
     # (`zsh: segmentation fault  python x.py`, `ERROR: Unexpected segmentation fault encountered`)
     Term(r"(?i:segmentation fault)", ("segmentation fault",), raw="(?i:segmentation fault)"),

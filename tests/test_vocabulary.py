@@ -116,6 +116,7 @@ _SIGNAL_DEATHS = [
     "a non-zero exit code. Per user-direction, the job has been aborted.",
     "Error executing job with overrides: ['trainer.devices=8', 'model=llama']",
     'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space',
+    "gpu7:4012:4100 [3] enqueue.cc:1043 NCCL WARN Cuda failure 'an illegal memory access was encountered'",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
