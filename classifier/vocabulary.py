@@ -134,6 +134,15 @@ OTHER_FAILURE_TERMS = (
          r"|^Error executing job with overrides:|^Exception in thread \"main\"",
          ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread"),
          raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"),
+    # glibc aborting on a corrupted heap or stack, absl's failure-signal handler (TensorFlow,
+    # JAX), Ray's report of a worker that died under a task, a bare FATAL line
+    Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
+         r"|stack smashing detected|corrupted size vs\. prev_size"
+         r"|\*\*\* SIG[A-Z]+ received at time=|A worker died or was killed while executing a task|^FATAL: \S",
+         ("double free", "(): invalid", "malloc(): ", "stack smashing", "corrupted size", "received at time=",
+          "worker died or was killed", "fatal: "),
+         raw=r"double free|\(\): invalid|malloc\(\): |stack smashing|corrupted size|received at time="
+             r"|worker died or was killed|FATAL: "),
     # Rust (tokenizers, safetensors) and Go (operators, sidecars) panics
     Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S", ("panicked at", "panic: "),
          raw="panicked at|panic: "),

@@ -117,6 +117,9 @@ _SIGNAL_DEATHS = [
     "Error executing job with overrides: ['trainer.devices=8', 'model=llama']",
     'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space',
     "gpu7:4012:4100 [3] enqueue.cc:1043 NCCL WARN Cuda failure 'an illegal memory access was encountered'",
+    "double free or corruption (!prev)",
+    "*** SIGSEGV received at time=1700000000 on cpu 3 ***",
+    "(raylet) A worker died or was killed while executing a task by an unexpected system error.",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -126,6 +129,7 @@ _HEALTHY = [
     "Watchdog: panic_on_timeout disabled",
     "ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.",
     "[2024-05-01 10:00:00] worker exited with non-zero status 0 times in the last hour",
+    "INFO: fatal: errors are reported as FATAL lines; none so far",
 ]
 
 
