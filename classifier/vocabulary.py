@@ -67,6 +67,14 @@ EXCEPTION_TERMS = (
     # (for Hyperscan one regex per capital: `.A` ... `.Z` are literals it can look for)
     Term(r"^(?:[a-z_]\w{0,127}\.){2,32}[A-Z]\w{0,127}: ", gate_pattern=r"\w\.[a-z_]\w*: ",
          raw=r"\w\.[A-Z]\w*(?::|\x1b|\\)", scan=_each(r"\w\.{}\w*(?::|\x1b|\\)", _CAPITALS)),
+    # the standard library's lower-case classes, by module (a metric `val.error: 0.3` is not
+    # one): `socket.gaierror: [Errno -2] Name or service not known`, `socket.timeout: timed
+    # out`, `struct.error: unpack requires a buffer of 4 bytes`, `re.error: ...`
+    Term(r"^(?:_?socket\.(?:gaierror|herror|timeout|error)|(?:_?struct|re|sre_constants|zlib|binascii"
+         r"|select|mmap|_?curses|resource|termios)\.error)(?::\s|:$|$)",
+         (".gaierror", ".herror", ".timeout", ".error"),
+         raw=r"(?:socket\.(?:gaierror|herror|timeout|error)|(?:struct|re|constants|zlib|binascii|select"
+             r"|mmap|curses|resource|termios)\.error)(?::|\x1b|\\|$)"),
 )
 _GLUED_NAME = r"[A-Z][A-Za-z0-9]*?(?:Error|Exception)"
 # Launchers re-raise a child's failure under their own name; these are echoes, not causes.

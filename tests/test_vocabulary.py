@@ -120,6 +120,9 @@ _SIGNAL_DEATHS = [
     "double free or corruption (!prev)",
     "*** SIGSEGV received at time=1700000000 on cpu 3 ***",
     "(raylet) A worker died or was killed while executing a task by an unexpected system error.",
+    "socket.gaierror: [Errno -2] Name or service not known",
+    "socket.timeout: timed out",
+    "struct.error: unpack requires a buffer of 4 bytes",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -130,6 +133,8 @@ _HEALTHY = [
     "ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.",
     "[2024-05-01 10:00:00] worker exited with non-zero status 0 times in the last hour",
     "INFO: fatal: errors are reported as FATAL lines; none so far",
+    "val.error: 0.031",
+    "train.timeout: 3600",
 ]
 
 
