@@ -20,13 +20,16 @@ MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too lit
 # log output, not code.
 # A line opening on a quote is a source line's string (a message spread over lines) unless it is
 # a JSON key or a quoted exception line, as printed lists and JSON arrays of errors show them
-# (`'RuntimeError: Address already in use', 'RuntimeError: NCCL error ...'`) or Python's own
-# message (`'NoneType' object has no attribute 'x'`); right under a traceback's frame head,
-# though, a quoted line is the frame's source (is_code).
+# (`'RuntimeError: Address already in use', 'RuntimeError: NCCL error ...'`), Python's own
+# message (`'NoneType' object has no attribute 'x'`) or torch's (`"op" not implemented for
+# 'Half'`); right under a traceback's frame head, though, a quoted line is the frame's source
+# (is_code).
 _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|"""
                         r"""f?["'](?![\w.-]{1,40}["']\s?:\s)(?![\w.]{0,80}(?:Error|Exception):\s)"""
                         # Python's own `'NoneType' object has no attribute 'x'` is a message
-                        r"""(?![\w.]{1,60}' object (?:has no attribute|is not (?:callable|subscriptable|iterable)))""")
+                        r"""(?![\w.]{1,60}' object (?:has no attribute|is not (?:callable|subscriptable|iterable)))"""
+                        # and torch's dispatcher: `"addmm_impl_cpu_" not implemented for 'Half'`
+                        r"""(?!\w{1,80}" not implemented for ')""")
 _QUOTED = re_compile(r"""f?["']""")
 _FRAME_HEAD = re_compile(r"""File "[^"\n]+", line \d+""")
 
