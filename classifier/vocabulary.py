@@ -103,9 +103,10 @@ OTHER_FAILURE_TERMS = (
     Term(r"Assertion [`'][^`']+[`'] failed", ("assertion",), raw="Assertion"),
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
     # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception:
-    # `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress: ...`, `CUDA error: out of memory`.
-    Term(r"\bCUDA error\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"),
-         raw=r"CUDA error|cudaError[A-Z]"),
+    # `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress: ...`, `CUDA error: out of memory`,
+    # darknet's and other C macros' `CUDA Error: unknown error`.
+    Term(r"\bCUDA [Ee]rror\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"),
+         raw=r"CUDA [Ee]rror|cudaError[A-Z]"),
     # NCCL's CUDACHECK and its copies elsewhere: `NCCL WARN Cuda failure 'an illegal memory access ...'`
     Term(r"(?i:\bcuda failure\b)", ("cuda failure",), raw="(?i:cuda failure)"),
     # any case: zsh and DataLoader's worker handler write it in lower case
