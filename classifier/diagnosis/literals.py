@@ -18,8 +18,8 @@ from collections.abc import Callable
 ALL = -1
 _KEPT = 4096  # masks kept (for messages shorter than normalize._GIST_FROM: all it reads)
 
-_exprs: list[tuple[str, bool]] = []  # (Hyperscan expression, caseless), by bit
-_bit: dict[tuple[str, bool], int] = {}  # the same, to its bit
+_exprs: list[tuple[str, bool, bool]] = []  # (literal or pattern, caseless, regex), by bit
+_bit: dict[tuple[str, bool, bool], int] = {}  # the same, to its bit
 _caseless = 0  # the bits of caseless expressions
 
 
@@ -28,11 +28,9 @@ def bits(*literals: str, caseless: bool = False, regex: bool = False) -> int:
 
     Call at import: a mask is good only for databases built after it was registered."""
     global _caseless
-    import re
     mask = 0
-    for text in literals:
-        expr = text if regex else re.escape(text)
-        key = (expr, caseless)
+    for text in literals:  # escaped when the database is built: every run imports the readers
+        key = (text, caseless, regex)
         bit = _bit.get(key)
         if bit is None:
             bit = _bit[key] = len(_exprs)
@@ -53,12 +51,14 @@ def _scanner() -> Callable[[str], int] | None:
         import hyperscan
     except ImportError:
         return None
+    import re
     from classifier.diagnosis.hsdb import load_database
     from classifier.diagnosis.normalize import _GIST_FROM as long  # its gist is not itself
     n = len(_exprs)
     flags = [hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if caseless else 0)
-             for _, caseless in _exprs]
-    db = load_database([expr.encode() for expr, _ in _exprs], flags, "hyperscan-literals")
+             for _, caseless, _ in _exprs]
+    exprs = [(text if regex else re.escape(text)).encode() for text, _, regex in _exprs]
+    db = load_database(exprs, flags, "hyperscan-literals")
     if db is None:
         return None
     scratch, scan, kept, caseless = hyperscan.Scratch(db), db.scan, {}, _caseless

@@ -29,9 +29,9 @@ def _messages():
     yield from ODD
 
 
-def _holds(expr, caseless, msg):
+def _holds(expr, caseless, regex, msg):
     text = msg.lower() if caseless else msg
-    return re.search(expr, text) is not None
+    return re.search(expr, text) is not None if regex else expr in text
 
 
 def test_masks_hold_every_literal_there():
@@ -45,8 +45,8 @@ def test_masks_hold_every_literal_there():
             assert mask == literals.ALL
             continue
         seen += 1
-        for bit, (expr, caseless) in enumerate(exprs):
-            if _holds(expr, caseless, msg):
+        for bit, (expr, caseless, regex) in enumerate(exprs):
+            if _holds(expr, caseless, regex, msg):
                 assert mask >> bit & 1, (msg, expr)
     assert seen > 1000
 
