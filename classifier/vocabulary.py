@@ -284,6 +284,12 @@ class _Hint:
                 return True
         return False
 
+    def gate_parts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(literals, patterns): a lower-cased line holding none of the literals and matched
+        by none of the patterns is one `split` answers None for."""
+        needs = tuple(n for _, ns in self.patterns for n in ns)
+        return self._plain + ("error",) + needs, tuple(p.pattern for p, ns in self.patterns if not ns)
+
     def split(self, low: str) -> "tuple[tuple, tuple] | None":
         """None when `low` holds no gate, else (success patterns, failure patterns): the terms
         whose gate it holds, of which any line a term matches holds one (tests/test_vocabulary.py)."""

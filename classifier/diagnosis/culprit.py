@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from classifier.numbers import small_int
 from classifier.precompiled import re_compile
 from classifier.diagnosis.events import (  # noqa: F401 (_STEP, _step, any_event: read from here too)
-    _CONNECT_HINTS, _HW_HINTS, _STEP, _TIMEOUT_HINTS, _event, _kept_event, _kept_step, _step,
-    _step_number, any_event)
+    _CONNECT_HINTS, _HW_HINTS, _STEP, _TIMEOUT_HINTS, EVENT_WORDS, _event, _kept_event, _kept_step,
+    _step, _step_number, any_event)
+from classifier.diagnosis.literals import bits
 from classifier.diagnosis.topology import LOOPBACK, Topology, host_from_path, line_host
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ _JOINED = re_compile(r"Init COMPLETE|Rendezvous complete|rendezvous'ing worker g
 # Categories whose cause lives on one node or rank; a config or install error is everyone's.
 _LOCAL = frozenset({"gpu_oom", "unknown", "nccl_network", "disk_full", "device_visibility"})
 DIRECT, STRONG, LIKELY, WEAK = 0.9, 0.85, 0.75, 0.6
+# The literals of the tests in feed() (literals.py); any_event needs an event word or `step`.
+_B_RANK, _B_STEP = bits("Rank "), bits("tep", "ter")
+_B_EVENT = bits(*EVENT_WORDS, "step", caseless=True)
 INFERRED_HOST = 0.1  # taken off when the host is read from the block layout, not seen
 
 
@@ -82,8 +86,8 @@ class CulpritWitness:
             file_host = self._file_host[line.source] = host_from_path(line.source)
         host = line_host(line, file_host)
         # Literal tests read the gist (long runs squeezed, normalize.gist); regexes the message.
-        msg, gist, rank = line.msg, line.gist, line.rank
-        if rank is None and "Rank " in gist:
+        msg, gist, rank, lits = line.msg, line.gist, line.rank, line.lits
+        if rank is None and lits & _B_RANK and "Rank " in gist:
             m = _MSG_RANK.search(msg)
             if m:
                 rank = small_int(m["rank"])
@@ -95,10 +99,10 @@ class CulpritWitness:
             if line.ts is not None:
                 self.last_ts[rank] = line.ts
             step = (_kept_step(msg) if len(msg) < 512 else _step_number(msg)) \
-                if "tep" in gist or "ter" in gist else None
+                if lits & _B_STEP and ("tep" in gist or "ter" in gist) else None
             if step is not None:
                 self.last_step[rank] = step
-        if not (_kept_event(gist) if len(gist) < 512 else _event(gist)):
+        if not (lits & _B_EVENT and (_kept_event(gist) if len(gist) < 512 else _event(gist))):
             return
         low = gist.lower()
         # Each search below is behind a literal its pattern needs: most event lines are NCCL's

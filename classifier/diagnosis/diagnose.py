@@ -15,6 +15,7 @@ from classifier.diagnosis.culprit import CulpritWitness
 from classifier.diagnosis.flightrec import dump_files, last_entered
 from classifier.diagnosis.match import scan
 from classifier.diagnosis.normalize import normalize
+from classifier.diagnosis.literals import masker
 from classifier.diagnosis.ownreport import skip_own_reports
 from classifier.diagnosis.read import (CHUNK, InputError, InputLimits, Warnings, byte_chunks,
                                       check_readable, display_name,
@@ -118,7 +119,13 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     feed_signals, feed_witness, feed_region, feed_deferred = \
         signals.feed, witness.feed, region.feed, deferred.feed
 
+    # Once the keyword finder has loaded Hyperscan, one pass per message gives each line the
+    # mask of the readers' literals (literals.py); before, every literal test runs.
+    mask_of = None
+
     def on_line(line):
+        if mask_of is not None:
+            line.lits = mask_of(line.msg)
         feed_signals(line)
         feed_witness(line)
         feed_region(line)
@@ -127,6 +134,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             ranks_seen.add(line.rank)
 
     for i, path in enumerate(paths):
+        if mask_of is None and index.hyperscan_loaded:
+            mask_of = masker()
         file_rank = rank_from_path(path)
         try:
             lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,

@@ -8,7 +8,7 @@ before and after it the readers downstream may look at.
 """
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from classifier.diagnosis.hsdb import load_database
@@ -102,25 +102,36 @@ class HyperscanFinder:
     name = "hyperscan"
     parallel = True
 
-    def __init__(self, gates: Iterable[Gate], scans: dict[str, Sequence[str]] | None = None) -> None:
+    def __init__(self, gates: Iterable[Gate] = (), scans: dict[str, Sequence[str]] | None = None,
+                 tables: tuple | None = None) -> None:
         import re
 
         import hyperscan
+        expressions, reach, checks = tables or self.tables(gates, scans)
+        # By expression id: its reach, and the gate to check on its lines (None: itself).
+        compiled = {gate: re.compile(gate.encode("utf-8"), re.M) for gate in set(checks) if gate}
+        self._reach = [tuple(r) for r in reach]
+        self._check = [compiled.get(gate) for gate in checks]
+        self._db = load_database([e.encode("utf-8") for e in expressions], hyperscan.HS_FLAG_MULTILINE,
+                                 "hyperscan")
+        self._scratch = threading.local()  # a scan's scratch space is its thread's own
+        self._new_scratch = lambda: hyperscan.Scratch(self._db)
+
+    @staticmethod
+    def tables(gates: Iterable[Gate], scans: dict[str, Sequence[str]] | None) -> tuple:
+        """(expressions, their reach, the gate each must check or None): what a finder is
+        built from, plain data that the cache keeps (make_finder)."""
         reach = {}
         for _, _, gate, gate_reach in gates:
             reach[gate] = _widest(reach.get(gate), gate_reach)
-        # By expression id: its reach, and the gate to check on its lines (None: itself).
-        expressions, self._reach, self._check = [], [], []
+        expressions, reaches, checks = [], [], []
         for gate, gate_reach in reach.items():
             forms = (scans or {}).get(gate)
-            check = re.compile(gate.encode("utf-8"), re.M) if forms else None
             for form in forms or (gate,):
-                expressions.append(form.encode("utf-8"))
-                self._reach.append(gate_reach)
-                self._check.append(check)
-        self._db = load_database(expressions, hyperscan.HS_FLAG_MULTILINE, "hyperscan")
-        self._scratch = threading.local()  # a scan's scratch space is its thread's own
-        self._new_scratch = lambda: hyperscan.Scratch(self._db)
+                expressions.append(form)
+                reaches.append(gate_reach)
+                checks.append(gate if forms else None)
+        return expressions, reaches, checks
 
     def scan(self, chunk: bytes) -> dict[int, Reach]:
         """The starts of the lines in `chunk` a gate matches, in order, with their reach."""
@@ -250,18 +261,35 @@ def _slices(n: int) -> list[slice]:
     return _SLICES[:n]
 
 
-def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),
-                engine: str = "auto") -> PurePythonFinder | HyperscanFinder:
+def make_finder(keywords: "Iterable[tuple] | Callable[[], Iterable[tuple]]",
+                terms: Iterable["Term"] = (), engine: str = "auto",
+                version: str | None = None) -> PurePythonFinder | HyperscanFinder:
     """The fastest finder available ('auto'), or the one named ('hyperscan' / 're').
 
     It finds the lines that hold a rule keyword where a word starts (match.keyword_gate) or
     that a vocabulary term's raw gate matches. A keyword is (text, exact case) or (text,
     exact case, lines before, lines after): what its line brings; by default the lines a
     match window spans, NEAR either way. A failure marker's line brings AFTER lines: the
-    message, the chain and torchelastic's root-cause fields after it.
+    message, the chain and torchelastic's root-cause fields after it. `keywords` may be a
+    function giving them; with the rule set's `version` Hyperscan's tables come from the
+    cache when these keywords and terms built them before (~7 ms of Python a run).
     """
+    cached = key = None
+    if version and engine in ("auto", "hyperscan"):
+        from classifier.rules.cache import read_cached
+        key = _tables_key(version)
+        cached = read_cached("finder", key, binary=True)
+        if cached is not None:
+            try:
+                return HyperscanFinder(tables=cached)
+            except ImportError:
+                if engine == "hyperscan":
+                    raise
+                key = None
+            except Exception:  # noqa: BLE001 - damaged tables: build them below
+                pass
     gates, terms = [], tuple(terms)
-    for spec in sorted(set(keywords)):
+    for spec in sorted(set(keywords() if callable(keywords) else keywords)):
         text, exact, before, after = spec if len(spec) == 4 else (*spec, NEAR, NEAR)
         gates.append((text.lower(), None, keyword_gate(text, exact), (before, after)))
     for term in terms:
@@ -271,10 +299,25 @@ def make_finder(keywords: Iterable[tuple], terms: Iterable["Term"] = (),
             gates.append((None, term.gate_pattern, term.raw_gate, (NEAR, AFTER)))
     if engine in ("auto", "hyperscan"):
         try:
-            return HyperscanFinder(gates, {term.raw_gate: term.scan for term in terms if term.scan})
+            tables = HyperscanFinder.tables(gates, {t.raw_gate: t.scan for t in terms if t.scan})
+            found = HyperscanFinder(tables=tables)
+            if key:
+                from classifier.rules.cache import write_cached
+                write_cached("finder", key, tables, binary=True)
+            return found
         except ImportError:
             if engine == "hyperscan":
                 raise
     return PurePythonFinder(gates)
 
 
+def _tables_key(version: str) -> str:
+    """The cache key of a rule set's finder tables: its rule files' digest and the sources
+    that turn its rules into gates."""
+    from pathlib import Path
+
+    from classifier.rules.cache import cache_key
+    here = Path(__file__).parent
+    sources = (here / "finder.py", here / "gates.py", here / "hit.py", here.parent / "vocabulary.py",
+               here.parent / "rules" / "model.py", here.parent / "rules" / "load.py")
+    return cache_key(b"finder tables", version.encode(), *(p.read_bytes() for p in sources))

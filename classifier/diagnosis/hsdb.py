@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def load_database(expressions: Sequence[bytes], flags: int, kind: str) -> Any:
-    """The block-mode database of `expressions` (all with `flags`), or None without Hyperscan."""
+def load_database(expressions: Sequence[bytes], flags: "int | Sequence[int]", kind: str) -> Any:
+    """The block-mode database of `expressions` (all with `flags`, or each with its own), or
+    None without Hyperscan."""
     try:
         import hyperscan
     except ImportError:
@@ -21,8 +22,10 @@ def load_database(expressions: Sequence[bytes], flags: int, kind: str) -> Any:
     from classifier.rules.cache import cache_key, read_cached_bytes, write_cached_bytes
     # os.uname, not platform.machine(): importing platform costs a few ms of every run.
     machine = os.uname().machine if hasattr(os, "uname") else os.environ.get("PROCESSOR_ARCHITECTURE", "")
-    key = cache_key(b"\0".join(expressions), str(flags).encode(), hyperscan.__version__.encode(),
-                    machine.encode())
+    same = isinstance(flags, int)  # keyed as before: one flag for all
+    flags = [flags] * len(expressions) if same else list(flags)
+    key = cache_key(b"\0".join(expressions), str(flags[0] if same else flags).encode(),
+                    hyperscan.__version__.encode(), machine.encode())
     cached = read_cached_bytes(kind, key)
     if cached:
         try:
@@ -31,6 +34,6 @@ def load_database(expressions: Sequence[bytes], flags: int, kind: str) -> Any:
             pass
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=list(expressions), ids=list(range(len(expressions))),
-               elements=len(expressions), flags=[flags] * len(expressions))
+               elements=len(expressions), flags=flags)
     write_cached_bytes(kind, key, hyperscan.dumpb(db))
     return db

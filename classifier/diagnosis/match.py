@@ -114,6 +114,11 @@ class KeywordIndex:
                         out.extend(r for r in self._rules_of[key] if r not in out)
         return out
 
+    @property
+    def hyperscan_loaded(self) -> bool:
+        """Whether the keyword finder answers with Hyperscan now (so it is imported)."""
+        return self._finder is not None and self._finder.name == "hyperscan"
+
     def prepare(self) -> None:
         """Build the keyword finder and load what it will use now (see KeywordSubstrings.load_now)."""
         self._substrings("")

@@ -140,7 +140,8 @@ class Line:
     small log's diagnosis more than its lines do.
     """
 
-    __slots__ = ("source", "lineno", "text", "msg", "rank", "host", "ts", "index", "task", "gist")
+    __slots__ = ("source", "lineno", "text", "msg", "rank", "host", "ts", "index", "task", "gist",
+                 "lits")
 
     def __init__(self, source: str, lineno: int, text: str, msg: str, rank: int | None,
                  host: str | None, ts: float | None, index: int, task: int | None = None) -> None:
@@ -155,6 +156,7 @@ class Line:
         self.task = task      # an outer rank label around the rank's (srun -l's task id)
         # msg with long runs of one character squeezed, for literal tests (a short one is itself)
         self.gist = msg if len(msg) < _GIST_FROM else gist(msg)
+        self.lits = -1  # literals.ALL: every literal test runs, until a reader's pass sets it
 
     def __repr__(self) -> str:
         return f"Line({self.source!r}:{self.lineno}, rank={self.rank}, msg={self.msg!r})"

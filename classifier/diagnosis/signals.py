@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
+from classifier.diagnosis.literals import bits
 from classifier.vocabulary import (ECHO, EXCEPTION_LINE, MARKER_HINT, PROGRESS, ROOT_CAUSE,
                                   ROOT_FIELD, ROOT_FIELD_LINES, RUN_END)
 
@@ -33,14 +34,20 @@ def _matches(patterns, msg):
 
 
 SUCCESS, EXCEPTION, ECHOED, MARKER = 1, 2, 3, 4
+# The literals each test below needs (literals.py): a line whose mask lacks them is not asked.
+_MARKER_LITERALS, _MARKER_PATTERNS = MARKER_HINT.gate_parts()
+_B_MARKER = bits(*_MARKER_LITERALS, caseless=True) | bits(*_MARKER_PATTERNS, caseless=True, regex=True)
+_B_BF16 = bits("bf16", "BF16", "bfloat16")
+_B_ROOT = bits(ROOT_CAUSE)
 
 
-def _line_kind(msg: str, gist: str) -> int:
+def _line_kind(msg: str, gist: str, bare: bool = False) -> int:
     """What a message says, a pure function of it: SUCCESS, EXCEPTION, ECHOED (an exception
-    line a launcher echoes), MARKER (another failure marker) or 0."""
+    line a launcher echoes), MARKER (another failure marker) or 0. `bare`: its literal mask
+    says it holds no success / failure gate (the same answer, without asking)."""
     # Only the success / failure terms whose gates the line holds are searched: most
     # lines hold none (the same answer as SUCCESS / OTHER_FAILURE, at a fraction).
-    hint = MARKER_HINT.split(gist.lower())
+    hint = None if bare else MARKER_HINT.split(gist.lower())
     if hint is not None and _matches(hint[0], msg):
         return SUCCESS
     if EXCEPTION_LINE.match(msg):
@@ -75,7 +82,7 @@ class FailureSignals:
 
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
-        msg, gist = line.msg, line.gist  # literal tests read the gist (normalize.gist)
+        msg, gist, lits = line.msg, line.gist, line.lits  # literal tests read the gist (normalize.gist)
         if not msg:
             return
         self.last_lineno[line.source] = line.lineno
@@ -83,7 +90,7 @@ class FailureSignals:
         if tail is None:
             tail = self._tails[line.source] = deque(maxlen=END_LINES)
         tail.append(gist)  # RUN_END and PROGRESS find in a gist what they find in its message
-        if not self.bf16_run and ("bf16" in gist or "BF16" in gist or "bfloat16" in gist):
+        if not self.bf16_run and lits & _B_BF16 and ("bf16" in gist or "BF16" in gist or "bfloat16" in gist):
             self.bf16_run = bool(BF16_RUN.search(msg))
         if self._root_left:
             self._root_left -= 1
@@ -94,12 +101,13 @@ class FailureSignals:
                     self.root_rank = int(value)
                 elif field == "exitcode" and self.root_exitcode is None:
                     self.root_exitcode = value
-        if ROOT_CAUSE in gist:
+        if lits & _B_ROOT and ROOT_CAUSE in gist:
             self._root_left = ROOT_FIELD_LINES
             self.failed = True
             self._last_failure[line.source] = line.lineno
             return
-        kind = _KEPT_KIND(msg, gist) if len(msg) < 512 else _line_kind(msg, gist)
+        bare = not lits & _B_MARKER
+        kind = _KEPT_KIND(msg, gist, bare) if len(msg) < 512 else _line_kind(msg, gist, bare)
         if not kind:
             return
         if kind == SUCCESS:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from classifier.numbers import small_int
 from classifier.precompiled import re_compile
+from classifier.diagnosis.literals import bits
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
@@ -25,6 +26,7 @@ _SYSLOG_HOST = re_compile(r"(?:[A-Z][a-z]{2}\s+\d{1,2}\s\d\d:\d\d:\d\d|\d{4}-\d\
                           r"\s+(?P<host>[A-Za-z][\w.-]{0,253})\s+kernel:")
 # NCCL prefixes every INFO/WARN line with `hostname:pid:tid [cudaDev]` (src/debug.cc).
 _NCCL_PREFIX = re_compile(r"(?P<host>[A-Za-z][\w.-]{0,253}):(?P<pid>\d+):\d+\s+\[(?P<dev>\d+)\]\s+NCCL\s")
+_B_NCCL = bits("NCCL")  # literals.py: a line whose mask lacks it has no NCCL prefix
 # Searched from its literal tail (nccl_prefix()): from each letter of a long word the plain
 # search scans to the word's end, quadratic (1.4 s on one line of 8 K letters and `NCCL`).
 _NCCL_TAIL = re_compile(r":\d+:\d+\s+\[\d+\]\s+NCCL\s")
@@ -142,7 +144,7 @@ def line_host(line: "Line", file_host: str | None = None) -> str | None:
     if m:
         return m["host"]
     msg = line.msg
-    if "NCCL" in msg:
+    if line.lits & _B_NCCL and "NCCL" in msg:
         host = _kept_nccl_host(msg) if len(msg) < 512 else _nccl_host(msg)
         if host is not None:
             return host
@@ -157,6 +159,12 @@ def _nccl_host(msg: str) -> str | None:
 # NCCL's lines repeat their prefix and often their whole message: the host read from a short
 # message is kept for its next copies.
 _kept_nccl_host = lru_cache(maxsize=4096)(_nccl_host)
+
+
+# The literals feed() tests before its regexes (literals.py): without one, none is asked.
+_B_FEED = bits("nranks", "orld_size", "WORLD_SIZE", "launch", "spawned", "rank_mapping", "exitcode",
+               "global_ranks=")
+_B_SLURM = bits("SLURM", "NodeList")
 
 
 class Topology:
@@ -189,6 +197,20 @@ class Topology:
             self._add_host(host)
             if line.rank is not None:
                 self.host_of.setdefault(line.rank, host)
+        lits = line.lits  # one mask test spares the literal tests below on most lines
+        if lits & _B_FEED:
+            self._feed_literals(msg, gist, host)
+        if msg[:1] in ("h", "r", "e"):  # torchelastic's `host :`, `rank :`, `exitcode :` fields
+            self._feed_fields(line, msg)
+        if lits & _B_SLURM and ("SLURM" in gist or "NodeList" in gist):
+            m = _NODELIST.search(msg)
+            if m:
+                self.nodelist = expand_hostlist(m["list"]) or self.nodelist
+            m = _TASKS_PER_NODE.search(msg)
+            if m and small_int(m["n"]) is not None:
+                self.tasks_per_node = int(m["n"])
+
+    def _feed_literals(self, msg, gist, host):
         if "nranks" in gist and "NCCL" in gist:  # _NCCL_COMM needs its `nranks`
             m = _NCCL_COMM.search(msg)
             if m and host and small_int(m["rank"]) is not None and small_int(m["nranks"]) is not None:
@@ -209,15 +231,6 @@ class Topology:
             w = _RDZV_WORLD.search(msg)
             if w and small_int(w["n"]) is not None:
                 self.world_size = max(self.world_size, int(w["n"]))
-        if msg[:1] in ("h", "r", "e"):  # torchelastic's `host :`, `rank :`, `exitcode :` fields
-            self._feed_fields(line, msg)
-        if "SLURM" in gist or "NodeList" in gist:
-            m = _NODELIST.search(msg)
-            if m:
-                self.nodelist = expand_hostlist(m["list"]) or self.nodelist
-            m = _TASKS_PER_NODE.search(msg)
-            if m and small_int(m["n"]) is not None:
-                self.tasks_per_node = int(m["n"])
 
     def _feed_launcher(self, msg, host):
         m = _WORLD_INFO.search(msg) or _GLOBAL_MAP.search(msg)

@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
+from classifier.diagnosis.literals import bits
 from classifier.vocabulary import EXCEPTION_LINE
 
 if TYPE_CHECKING:
@@ -103,6 +104,9 @@ def _frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | Non
 # message's answer is kept for its next copies. A Frame is built anew each time (its source
 # is filled in later).
 _kept_frame = lru_cache(maxsize=4096)(_frame_parts)
+# What the tests in feed() need (literals.py): `Traceback`, and a frame form's literal.
+_B_TRACEBACK = bits("Traceback")
+_B_FRAME = bits('File "', " in ", "frame #", "Exception raised from ")
 
 
 class Raised:
@@ -175,9 +179,10 @@ class TracebackCollector:
             state = self._open[(line.source, line.rank)] = _Open()
         # Literal tests first: every line comes here and few are part of a traceback. They read
         # the gist, the message with long runs of one character squeezed (normalize.gist).
-        gist = line.gist
-        ipy = _IPY_START.match(msg) if "Traceback" in gist else None
-        if ipy or ("Traceback" in gist and _START.search(msg)):
+        gist, lits = line.gist, line.lits
+        started = lits & _B_TRACEBACK and "Traceback" in gist
+        ipy = _IPY_START.match(msg) if started else None
+        if ipy or (started and _START.search(msg)):
             self._start(state, line, ipy.group("type") if ipy else None)
             return
         if msg[:1] in ("D", "T") and _CHAIN.match(msg):
@@ -204,7 +209,7 @@ class TracebackCollector:
             frame = self._frame(glued)
             if frame is not None:
                 msg = glued
-        if frame is None:
+        if frame is None and lits & _B_FRAME:  # without one of its literals, no frame
             parts = _kept_frame(msg, gist) if len(msg) < 512 else _frame_parts(msg, gist)
             frame = Frame(*parts) if parts is not None else None
         if frame is None and (msg[:1] in ("/", "~") or msg[1:3] == ":\\") \

@@ -199,14 +199,19 @@ class RuleSet:
         if engine not in self._finders:
             from classifier.diagnosis.finder import make_finder
             from classifier.vocabulary import ALL_TERMS
-            from classifier.diagnosis.finder import BEFORE, NEAR
-            keywords = set()
-            for rule in self.rules:
-                # A rule with `context` reads BEFORE lines back; `select` may narrow which
-                # keywords pick a line and say how far after it the rule reads on.
-                before = BEFORE if rule.has_context else NEAR
-                after = max(NEAR, rule.select.get("after", 0))
-                for k in rule.select.get("keywords", rule.keywords):
-                    keywords.add((k if rule.exact_case else k.lower(), rule.exact_case, before, after))
-            self._finders[engine] = make_finder(keywords, ALL_TERMS, engine)
+            # Rules of files hashed into their version (load_rules) may take tables from the cache.
+            version = None if self.version == "unversioned" else self.version
+            self._finders[engine] = make_finder(self._select_keywords, ALL_TERMS, engine, version)
         return self._finders[engine]
+
+    def _select_keywords(self) -> set[tuple]:
+        from classifier.diagnosis.finder import BEFORE, NEAR
+        keywords = set()
+        for rule in self.rules:
+            # A rule with `context` reads BEFORE lines back; `select` may narrow which
+            # keywords pick a line and say how far after it the rule reads on.
+            before = BEFORE if rule.has_context else NEAR
+            after = max(NEAR, rule.select.get("after", 0))
+            for k in rule.select.get("keywords", rule.keywords):
+                keywords.add((k if rule.exact_case else k.lower(), rule.exact_case, before, after))
+        return keywords
