@@ -313,7 +313,16 @@ def _model_guess(region, rules):
     messages = [i for i in range(len(lines)) if scores[i] > 0 and EXCEPTION_LINE.match(lines[i].msg)]
     if messages and not set(messages) & set(drivers):
         drivers = drivers[:2] + [max(messages, key=lambda i: scores[i])]
-    evidence = [lines[i] for i in sorted(drivers, key=lambda i: line_order(lines[i])) if scores[i] > 0]
+    shown = [i for i in drivers if scores[i] > 0]
+    # A frame that drove the answer is shown with the code line under it (the next line of its
+    # file): the frame says where, the code what ran there (`os.environ["LOCAL_RANK"]`).
+    at = {(line.source, line.lineno): i for i, line in enumerate(lines)}
+    for i in list(shown):
+        code = at.get((lines[i].source, lines[i].lineno + 1))
+        if (texts[i].startswith("frame_") and code is not None and code not in shown
+                and not texts[code] and not EXCEPTION_LINE.match(lines[code].msg)):
+            shown.append(code)
+    evidence = [lines[i] for i in sorted(shown, key=lambda i: line_order(lines[i]))]
     facts = {"model_probability": round(p, 4)}
     return {
         "category": category, "layer": taxonomy.layer_of(category),

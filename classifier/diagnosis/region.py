@@ -6,7 +6,8 @@ paths are masked, so the model learns the wording of a failure and not one run's
 
 `model_text` is the one place that turns region lines into the text the model reads, for
 training (`classifier/corpus/train.py`) and at run time (`diagnose._model_guess`) alike. Its
-words come from exception lines only, masked and made visible whatever their spelling: an
+words come from exception lines and lines that say a failure (glog's E/F lines, `failed`),
+masked and made visible whatever their spelling: an
 identifier is kept and followed by its words (`WarmupDecayLR warmup decay lr`, `lr_scheduler lr
 scheduler`). Every line, an exception's or not, adds the structure it shows: a traceback frame
 its module and function (`frame_deepspeed_runtime_config`, `func_batch_assertion`), an
@@ -163,6 +164,21 @@ def _structure_tokens(msg: str) -> list[str]:
     return out
 
 
+# A line that is no exception but says a failure in words: a glog error or fatal line (`E0727
+# 11:38:35.76 22857 tcp_server_posix.c:284] bind addr=[::]:2223: Address already in use`, `F...
+# Check failed: ...`), or one that says `failed`/`failure` (`pcclConnect failed with error:
+# MASTER_CONNECTION_FAILED`). C++ runtimes and launchers tell their failure so, with no Python
+# exception to carry the words.
+_SAYS_FAILED = re_compile(r"^[EF]\d{4}\s|Check failed|(?i:\b(?:failed|failure)\b)")
+
+
+def _reads_words(msg: str) -> bool:
+    """True for a line whose words the model reads: an exception line, or a failure said in
+    words that is no traceback frame or header."""
+    return EXCEPTION_LINE.match(msg) is not None or (
+        _SAYS_FAILED.search(msg) is not None and "Traceback" not in msg and _FRAME.search(msg) is None)
+
+
 def _line_text(msg: str) -> str:
     text = _split_identifiers(mask(msg))
     extra = _structure_tokens(msg)
@@ -172,15 +188,16 @@ def _line_text(msg: str) -> str:
 def model_text(lines: Iterable["Line | str"]) -> str:
     """The text the fallback model reads, one line per region line (or message string).
 
-    An exception line gives its words, masked (`mask`), every compound identifier followed by
-    its words; every line gives the frame module/function and exception types it names, as
-    `frame_*`, `func_*` and `exc_*` tokens. The words of the other lines (launcher echoes,
-    warnings, code context) are left out: out of fold, among the failures no rule explains,
-    they made the model sure of a category on user bugs and data errors (train.py). Training
+    An exception line, and a line that says a failure in words (`_SAYS_FAILED`: glog E/F lines,
+    `Check failed`, `failed`/`failure`), gives its words, masked (`mask`), every compound
+    identifier followed by its words; every line gives the frame module/function and exception
+    types it names, as `frame_*`, `func_*` and `exc_*` tokens. The words of the other lines
+    (warnings, code context, progress) are left out: out of fold, among the failures no rule
+    explains, they made the model sure of a category on user bugs and data errors. Training
     and run time both call this; the text of one line is `model_text([line])`, and the lines'
     texts joined by newlines are the whole.
     """
-    return "\n".join(_line_text(msg) if EXCEPTION_LINE.match(msg) else " ".join(_structure_tokens(msg))
+    return "\n".join(_line_text(msg) if _reads_words(msg) else " ".join(_structure_tokens(msg))
                      for msg in (line if isinstance(line, str) else line.msg for line in lines))
 
 

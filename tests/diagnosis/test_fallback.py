@@ -257,3 +257,48 @@ def test_frames_only_thresholds_come_from_the_frames_only_copies():
     cv = OutOfFold([frame_text] * 25 + [message] * 15, labels, groups, [(oof, frame_oof)])
     assert cv.framed == [True] * 25 + [False] * 15
     assert nested_check(cv, [True] * 40) == (15, 0, 0)
+
+
+def test_model_text_reads_the_words_of_a_failure_said_without_an_exception():
+    from classifier.diagnosis.fallback import TOKEN
+    from classifier.diagnosis.region import model_text
+
+    def tokens(text):
+        return TOKEN.findall(model_text([text]).lower())
+
+    # glog's error and fatal lines (gRPC, TensorFlow, Caffe), masked like an exception's words.
+    t = tokens("E0727 11:38:35.762428930   22857 tcp_server_posix.c:284]     bind addr=[::]:2223: "
+               "Address already in use")
+    assert ["address", "already", "in", "use"] == t[-4:] and "tcp_server_posix" in t
+    t = tokens("F0311 09:12:44.123456  4411 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  "
+               "out of memory")
+    assert "check" in t and "failed" in t and "cudasuccess" in t and "memory" in t
+    # A library's own failure report, its identifiers spelled.
+    t = tokens("pcclConnect failed with error: MASTER_CONNECTION_FAILED: MASTER_CONNECTION_FAILED")
+    assert t[:3] == ["pcclconnect", "pccl", "connect"] and "master" in t and "connection" in t
+    # A frame or a traceback header that says `failed` gives its structure only; an info line,
+    # a launcher's exit report and code context give nothing.
+    assert tokens('File "/opt/conda/lib/python3.10/site-packages/torch/x.py", line 3, in handle_failure') == [
+        "frame_torch_x", "func_handle_failure"]
+    assert tokens("Traceback (most recent call last): the request failed") == []
+    assert tokens("I0727 11:38:35.762428930   22857 server.cc:12] Started server on port 2223") == []
+    assert tokens("srun: error: node7: task 0: Exited with exit code 1") == []
+    assert tokens("    self.init_process_group(backend, timeout, init_method)") == []
+
+
+def test_a_frame_that_drove_the_answer_is_shown_with_its_code_line(tmp_path, monkeypatch):
+    import classifier.diagnosis.fallback as m
+    from classifier.diagnosis.diagnose import diagnose_job
+    data = {"classes": ["env_var_missing", "unknown"], "vocabulary": {"func_setup_dist": 0}, "idf": [1.0],
+            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"env_var_missing": 0.5},
+            "frame_thresholds": {"env_var_missing": 0.5}}
+    log = tmp_path / "job.log"
+    log.write_text("Traceback (most recent call last):\n"
+                   '  File "/work/utils/dist_util.py", line 22, in setup_dist\n'
+                   '    th.cuda.set_device(int(os.environ["LOCAL_RANK"]))\n'
+                   '  File "/work/train.py", line 98, in <module>\n'
+                   "    main()\n")
+    monkeypatch.setattr(m, "_MODEL", TextModel(data))
+    d = diagnose_job([str(log)])
+    assert d["source"] == "model" and d["category"] == "env_var_missing"
+    assert [ev["line"] for ev in d["evidence"]] == [2, 3]   # the frame and the code under it
