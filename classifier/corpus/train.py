@@ -16,7 +16,8 @@ import sys
 from typing import TYPE_CHECKING, Any, Literal, TextIO, overload
 
 from classifier.corpus.evaluate import find_cases
-from classifier.diagnosis.fallback import MODEL_PATH, QUIET, TOKEN, TextModel, frames_only, is_frames_only
+from classifier.diagnosis.fallback import (MODEL_PATH, QUIET, TOKEN, TextModel, frames_only,
+                                          is_frames_only, vetoed)
 from classifier.diagnosis.region import model_text, region_of_files
 from classifier.taxonomy import TERMINAL
 
@@ -161,7 +162,7 @@ def cross_validate(texts: list[str], labels: list[str], groups: list[str],
             x = vec.transform([source[i] for i in test])
             for i, row, terms in zip(test, clf.predict_proba(x), x.getnnz(axis=1)):
                 best = int(row.argmax())
-                if terms:
+                if terms and not vetoed(str(clf.classes_[best]), source[i]):
                     out[i] = (str(clf.classes_[best]), float(row[best]))
     return oof, frame_oof
 

@@ -19,6 +19,18 @@ QUIET = ("unknown", "none")   # classes the model learns but never answers: sile
 # Same as the vectorizer's token_pattern and lowercase=True in train.py.
 TOKEN = re.compile(r"(?u)\b[a-z_][a-z0-9_]+\b")
 FRAME_TOKENS = ("frame_", "func_")   # region.py's traceback-frame tokens
+# "Out of memory" alone does not say whose memory: the JVM's heap, the Rust allocator and the
+# host all say it too. The model may name a device's memory only where the text names a device
+# (frame tokens count: `frame_torch_cuda_memory`); train.py applies the same veto out of fold.
+_DEVICE = re.compile(r"(?i)(?<![a-z])(?:cuda|cudnn|cublas|gpus?|devices?|hbm|tpus?|xla|vram|"
+                     r"rocm|hip|npu|mps|nvidia|accelerator)(?![a-z])")
+NEEDS = {"gpu_oom": _DEVICE}
+
+
+def vetoed(category: str, text: str) -> bool:
+    """True when a class may not be answered of a text that lacks the words it needs."""
+    needs = NEEDS.get(category)
+    return needs is not None and needs.search(text) is None
 
 
 def frames_only(text: str) -> str:
@@ -81,6 +93,8 @@ class TextModel:
             return None
         probs = self.probabilities(text)
         category, p = max(probs.items(), key=lambda kv: kv[1])
+        if vetoed(category, text):
+            return None
         thresholds = self.frame_thresholds if is_frames_only(text) else self.thresholds
         threshold = thresholds.get(category)
         return (category, p) if threshold is not None and p >= threshold else None

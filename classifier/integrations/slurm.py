@@ -282,6 +282,9 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     # The prefilter's finder (Hyperscan, its cached database) and its scanner threads, made
     # or imported while the package and the cache are still readable.
     import queue  # noqa: F401 - the prefilter's scanner threads use it
+    # A cache built lazily while diagnosing writes through tempfile; as the job user the
+    # interpreter's own stdlib may be unreadable (a pyenv Python under a 0700 /root).
+    import tempfile  # noqa: F401
     from classifier.diagnosis import cutend, prefilter  # noqa: F401 (cutend: a paste cut mid-line)
     rules.finder()
     rules.keyword_index().prepare()  # its Hyperscan database too

@@ -115,9 +115,9 @@ def write_cached(kind: str, key: str, data: Any, binary: bool = False) -> bool:
 def _write(kind: str, path: Path | None, write) -> bool:
     if path is None:
         return False
-    import tempfile  # only when writing: most runs only read
     tmp = None
     try:
+        import tempfile  # only when writing: most runs only read
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # A temporary file then os.replace: a reader sees the old file or the whole new one,
         # never a half-written one, even with several dsdiag processes starting at once.
@@ -125,7 +125,7 @@ def _write(kind: str, path: Path | None, write) -> bool:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
         os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):
+    except (OSError, TypeError, ValueError, ImportError):   # ImportError: stdlib unreadable
         if tmp:
             try:
                 os.unlink(tmp)

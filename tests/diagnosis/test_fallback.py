@@ -85,9 +85,21 @@ def test_a_class_without_a_threshold_is_never_answered():
             "idf": [1.0, 1.0], "coef": [[4.0, -4.0], [-4.0, 4.0], [0.0, 0.0]],
             "intercept": [0.0, 0.0, 0.0], "thresholds": {"gpu_oom": 0.6}}
     model = TextModel(data)
-    assert model.answer("memmory")[0] == "gpu_oom"
+    assert model.answer("cuda memmory")[0] == "gpu_oom"
     assert model.answer("killed") is None                 # host_oom has no threshold
     assert model.answer("no known word") is None          # nothing to judge by
+
+
+def test_device_memory_is_named_only_where_a_device_is():
+    # Out-of-memory words alone fit the JVM's heap or the host as well as a GPU.
+    data = {"classes": ["gpu_oom", "unknown"], "vocabulary": {"memmory": 0},
+            "idf": [1.0], "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"gpu_oom": 0.6}}
+    model = TextModel(data)
+    assert model.answer("memmory exc_outofmemoryerror") is None
+    assert model.answer("memmory java heap space") is None
+    for device in ("CUDA memmory", "memmory frame_torch_cuda_memory", "memmory on GPU 0",
+                   "HBM memmory", "memmory on device 0"):
+        assert model.answer(device)[0] == "gpu_oom", device
 
 
 def test_frames_only_text_is_answered_by_its_own_thresholds():
