@@ -46,6 +46,10 @@ _PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (
 _PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped one lacks the rest)
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
+# Colab links IPython's frame paths: `[/usr/lib/.../autocast_mode.py](https://localhost:8080/#) in
+# __enter__(self)`, `[<ipython-input-3-d2a3>](https://localhost:8080/#) in <cell line: 1>()`.
+_COLAB_FRAME = re_compile(r"^\[(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input)[^\]\s]{0,1024})\]"
+                          r"\([^)\s]{0,300}\) in (?P<func><cell line: \d+>|[\w<>.]+)(?:\(|$)")
 _IPY_ARROW = re_compile(r"^-+> ?\d+\s+(?P<src>.+)$")
 # rich's frame head `path.py:LINE in func` (before _IPY_FRAME, whose file would keep `:LINE`),
 # the head's start when the box wrapped a long path, and its `❱ LINE │ │ code` source line.
@@ -90,7 +94,7 @@ def _frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | Non
             or "Exception raised from " in gist):
         return None
     for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
-                    _CPP_FRAME):
+                    _COLAB_FRAME, _CPP_FRAME):
         m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
         if m:
             d = m.groupdict()
@@ -241,6 +245,7 @@ class TracebackCollector:
         if arrow and raised.frames:
             raised.frames[-1].source = arrow.group("src").strip()
             raised.last = line
+            state.expect_source = False  # the context lines after the arrow are not its source
             return
         if EXCEPTION_LINE.match(msg):
             m = _EXC_PARTS.match(msg)

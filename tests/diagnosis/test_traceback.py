@@ -201,3 +201,21 @@ def test_a_rich_box_cut_before_its_header_is_a_failure(tmp_path):
     log = tmp_path / "job.log"
     log.write_text(text)
     assert diagnose_job([str(log)])["category"] == "unknown"
+
+
+def test_colab_linked_ipython_frames_and_the_arrow_line_as_source():
+    # Colab turns each frame's path into a link; the `---->` line is the frame's own code, not
+    # the context line after it.
+    text = "\n".join([
+        "RuntimeError                              Traceback (most recent call last)",
+        "[<ipython-input-3-d2a33234ab60>](https://localhost:8080/#) in <cell line: 1>()",
+        "----> 1 with torch.autocast(device_type='cpu', dtype=torch.float32):",
+        "      2   print(torch.ones(10))",
+        "",
+        "[/usr/local/lib/python3.10/dist-packages/torch/amp/autocast_mode.py](https://localhost:8080/#) in __enter__(self)",
+    ])
+    (r,) = _records(text)
+    assert r.type == "RuntimeError" and r.cut
+    assert [f.func for f in r.frames] == ["<cell line: 1>", "__enter__"]
+    assert r.frames[0].source.startswith("with torch.autocast(")
+    assert r.frames[1].file.endswith("torch/amp/autocast_mode.py")
