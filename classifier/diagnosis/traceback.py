@@ -43,6 +43,8 @@ MAX_WRAPPED = 1024  # characters of a wrapped frame head kept for the next lines
 _START = re_compile(r"Traceback \(most recent call last\):?\s*$")
 _IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})\s{2,}Traceback \(most recent call last\)")
 _PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+# a frame line whose head the paste cut off (`/verl/protocol.py", line 491, in chunk`)
+_PY_FRAME_CUT = re_compile(r'^(?P<file>[^"\s][^"]{0,1023}?\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s*$')
 _PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped one lacks the rest)
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
@@ -94,7 +96,7 @@ def _frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | Non
             or "Exception raised from " in gist):
         return None
     for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
-                    _COLAB_FRAME, _CPP_FRAME):
+                    _COLAB_FRAME, _CPP_FRAME, _PY_FRAME_CUT):
         m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
         if m:
             d = m.groupdict()

@@ -219,3 +219,10 @@ def test_colab_linked_ipython_frames_and_the_arrow_line_as_source():
     assert [f.func for f in r.frames] == ["<cell line: 1>", "__enter__"]
     assert r.frames[0].source.startswith("with torch.autocast(")
     assert r.frames[1].file.endswith("torch/amp/autocast_mode.py")
+
+
+def test_a_frame_line_cut_before_its_file_head_is_still_a_frame():
+    (r,) = _records('/verl/protocol.py", line 491, in chunk')
+    assert r.cut and [(f.file, f.func, f.line) for f in r.frames] == [("/verl/protocol.py", "chunk", 491)]
+    # prose quoting a path is not a frame
+    assert _records('see protocol.py", line 491 for the chunk logic') == []
