@@ -73,10 +73,12 @@ _NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
 class Frame:
     """One frame: where (file with forward slashes, function, line) and its source line."""
 
-    __slots__ = ("file", "func", "line", "source")
+    __slots__ = ("file", "func", "line", "source", "at", "source_at")
 
     def __init__(self, file: str, func: str, line: int | None = None, source: str = "") -> None:
         self.file, self.func, self.line, self.source = file, func, line, source
+        # the log lines that named it and showed its code (evidence of a frames-only diagnosis)
+        self.at = self.source_at = None
 
     def __repr__(self) -> str:
         return f"Frame({self.file!r}, {self.func!r}, {self.line!r})"
@@ -232,6 +234,7 @@ class TracebackCollector:
             self._start(state, line)
             raised = state.raised
         if frame is not None:
+            frame.at = line
             raised.frames.append(frame)
             raised.last = line
             # a rich head is followed by context lines: its own line comes with a `❱`
@@ -241,12 +244,12 @@ class TracebackCollector:
             arrow = _RICH_ARROW.match(msg)
             if arrow:
                 raised.frames[-1].source = arrow.group("src").strip()
-                raised.last = line
+                raised.last = raised.frames[-1].source_at = line
                 return
         arrow = _IPY_ARROW.match(msg)
         if arrow and raised.frames:
             raised.frames[-1].source = arrow.group("src").strip()
-            raised.last = line
+            raised.last = raised.frames[-1].source_at = line
             state.expect_source = False  # the context lines after the arrow are not its source
             return
         if EXCEPTION_LINE.match(msg):
@@ -261,7 +264,7 @@ class TracebackCollector:
             return
         if state.expect_source and raised.frames:
             raised.frames[-1].source = msg
-            raised.last = line
+            raised.last = raised.frames[-1].source_at = line
             state.expect_source = False
 
     @staticmethod

@@ -226,3 +226,17 @@ def test_a_frame_line_cut_before_its_file_head_is_still_a_frame():
     assert r.cut and [(f.file, f.func, f.line) for f in r.frames] == [("/verl/protocol.py", "chunk", 491)]
     # prose quoting a path is not a frame
     assert _records('see protocol.py", line 491 for the chunk logic') == []
+
+
+def test_a_frames_only_diagnosis_points_at_the_raise_its_caller_and_the_start(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text("\n".join([
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.8/site-packages/transformers/training_args.py", line 1703, in __post_init__',
+        "    self.hf_deepspeed_config = HfTrainerDeepSpeedConfig(self.deepspeed)",
+        '  File "/opt/conda/lib/python3.8/site-packages/transformers/deepspeed.py", line 77, in __init__',
+        "    super().__init__(config_file_or_dict)",
+    ]) + "\n")
+    d = diagnose_job([str(log)])
+    assert d["rule"] == "config_json_syntax.hf_config_init_cut"
+    assert [e["line"] for e in d["evidence"]] == [5, 4, 2, 3, 1]  # where it stops comes first
