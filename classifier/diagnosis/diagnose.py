@@ -161,6 +161,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     if winner is not None and winner.rule.role == "symptom":
         unexplained = _first_unexplained_exception(collector.hits, signals)
         if _symptom_overruled(winner, collector.hits, signals, unexplained):
+            if unexplained is None and winner.rule.category in taxonomy.TERMINAL:
+                unexplained = signals.first_marker  # the failure the step was torn down after
             winner = None
     result = {"schema_version": SCHEMA_VERSION, "tool": tool_info(rules)}
     if winner is None and signals.survived():
@@ -285,6 +287,9 @@ def _symptom_overruled(winner, hits, signals, unexplained):
     """
     if unexplained is not None and line_order(unexplained) < line_order(winner.first):
         return True
+    if winner.rule.priority < 0 and winner.rule.category in taxonomy.TERMINAL and \
+            _failed_before(winner, hits, signals.first_marker):
+        return True
     if winner.rule.priority >= 0:
         return False
     if not signals.failed:
@@ -292,6 +297,14 @@ def _symptom_overruled(winner, hits, signals, unexplained):
         return not any(h.lines[-1].lineno + TAIL_LINES >= signals.last_lineno.get(h.first.source, 0)
                        for h in same)
     return unexplained is not None
+
+
+def _failed_before(winner, hits, marker) -> bool:
+    """Did a failure line no rule explains (srun: a task launch failed, a task exited) come
+    before a weak end-of-job line? Then the step was torn down after it, not cancelled."""
+    if marker is None or line_order(marker) >= line_order(winner.first):
+        return False
+    return all((marker.source, marker.lineno) not in {(l.source, l.lineno) for l in h.lines} for h in hits)
 
 
 def _model_guess(region, rules):

@@ -44,8 +44,10 @@ _RANK_PREFIXES = (
     re_compile(r"\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s"),
     # kubectl logs --prefix: `[pod/trainer-0/pytorch] `; the pod is where the line ran
     re_compile(r"\[pod/(?P<host>[^/\]\s]+)(?:/[^\]\s]*)?\]\s"),
-    # docker compose: `trainer-1  | ` (a service name ending in its replica number)
-    re_compile(r"(?P<host>[a-z0-9][\w.-]{0,253}[-_]\d{1,9})\s+\|\s"),
+    # docker compose: `trainer-1  | ` (a service and its replica number) or a `container_name`
+    # (`qanything-container-local  | `): a hyphen or underscore inside, so a table's `0 | model`
+    # or `loss | 0.5` row keeps its first cell
+    re_compile(r"(?P<host>[a-z0-9][a-z0-9.]{0,62}[-_][\w.-]{0,190})\s+\|\s"),
     # a markdown quote, `> ` (nested `> > `), around a paste of any length; `>>> ` is a prompt
     re_compile(r">(?:[ \t]|$)(?:>(?:[ \t]|$)| )*"),
 )
@@ -64,7 +66,9 @@ _SYSLOG_TS = re_compile(
 # A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
 # `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
 # DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too).
-_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+\|\s|\s+(?=[^\s|-])|\s*\|?$)")
+# A pipe-separated logger goes on with the logger's name (FastChat's `| ERROR | stderr | `).
+_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)"
+                    r"(?:\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s+(?=[^\s|-])|\s*\|?$)")
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 

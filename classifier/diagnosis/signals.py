@@ -70,6 +70,7 @@ class FailureSignals:
         self.last_exception = None     # last exception line that is not a launcher echo
         self.last_echo = None          # last launcher echo, used only if nothing better
         self.last_marker = None        # last generic failure line (Traceback, exit code)
+        self.first_marker = None       # first one: a task failing before a step was torn down
         self.root_rank = None
         self.root_exitcode = None
         self._root_left = 0
@@ -123,6 +124,8 @@ class FailureSignals:
                 self.exceptions.append(line)
         else:
             self.last_marker = line
+            if self.first_marker is None:
+                self.first_marker = line
 
     def survived(self) -> bool:
         """True when every file that shows a failure ends with a success marker after it."""

@@ -153,8 +153,22 @@ def structure_hits(records: list["Raised"], rules: list["Rule"],
         for raised in free:
             facts = meets(rule.structure, raised, _at(training_at, raised.line))
             if facts is not None:
-                hits.append(Hit(rule, [raised.anchor], facts))
+                hits.append(Hit(rule, _evidence(raised), facts))
     return hits
+
+
+def _evidence(raised: "Raised") -> list:
+    """Where a frames-only diagnosis points: where the traceback stops (first), the frame it was
+    raised in and its caller's, and where the traceback starts."""
+    lines = [raised.anchor]
+    frames = _frames(raised)
+    found = raised_in(frames)
+    at = frames.index(found) if found is not None else -1
+    shown = [frames[i] for i in (at, at - 1) if 0 <= i]  # no caller when nothing was found
+    for extra in [x for f in shown for x in (f.at, f.source_at)] + [raised.first]:
+        if extra is not None and all(extra is not kept for kept in lines):
+            lines.append(extra)
+    return lines
 
 
 _STRUCTURE_ONLY: dict[int, tuple[list, list]] = {}  # id(rules) -> (rules, its structure-only rules)

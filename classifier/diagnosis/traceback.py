@@ -43,9 +43,15 @@ MAX_WRAPPED = 1024  # characters of a wrapped frame head kept for the next lines
 _START = re_compile(r"Traceback \(most recent call last\):?\s*$")
 _IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})\s{2,}Traceback \(most recent call last\)")
 _PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+# a frame line whose head the paste cut off (`/verl/protocol.py", line 491, in chunk`)
+_PY_FRAME_CUT = re_compile(r'^(?P<file>[^"\s][^"]{0,1023}?\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s*$')
 _PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped one lacks the rest)
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
+# Colab links IPython's frame paths: `[/usr/lib/.../autocast_mode.py](https://localhost:8080/#) in
+# __enter__(self)`, `[<ipython-input-3-d2a3>](https://localhost:8080/#) in <cell line: 1>()`.
+_COLAB_FRAME = re_compile(r"^\[(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input)[^\]\s]{0,1024})\]"
+                          r"\([^)\s]{0,300}\) in (?P<func><cell line: \d+>|[\w<>.]+)(?:\(|$)")
 _IPY_ARROW = re_compile(r"^-+> ?\d+\s+(?P<src>.+)$")
 # rich's frame head `path.py:LINE in func` (before _IPY_FRAME, whose file would keep `:LINE`),
 # the head's start when the box wrapped a long path, and its `❱ LINE │ │ code` source line.
@@ -67,10 +73,12 @@ _NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
 class Frame:
     """One frame: where (file with forward slashes, function, line) and its source line."""
 
-    __slots__ = ("file", "func", "line", "source")
+    __slots__ = ("file", "func", "line", "source", "at", "source_at")
 
     def __init__(self, file: str, func: str, line: int | None = None, source: str = "") -> None:
         self.file, self.func, self.line, self.source = file, func, line, source
+        # the log lines that named it and showed its code (evidence of a frames-only diagnosis)
+        self.at = self.source_at = None
 
     def __repr__(self) -> str:
         return f"Frame({self.file!r}, {self.func!r}, {self.line!r})"
@@ -90,7 +98,7 @@ def _frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | Non
             or "Exception raised from " in gist):
         return None
     for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
-                    _CPP_FRAME):
+                    _COLAB_FRAME, _CPP_FRAME, _PY_FRAME_CUT):
         m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
         if m:
             d = m.groupdict()
@@ -226,6 +234,7 @@ class TracebackCollector:
             self._start(state, line)
             raised = state.raised
         if frame is not None:
+            frame.at = line
             raised.frames.append(frame)
             raised.last = line
             # a rich head is followed by context lines: its own line comes with a `❱`
@@ -235,12 +244,13 @@ class TracebackCollector:
             arrow = _RICH_ARROW.match(msg)
             if arrow:
                 raised.frames[-1].source = arrow.group("src").strip()
-                raised.last = line
+                raised.last = raised.frames[-1].source_at = line
                 return
         arrow = _IPY_ARROW.match(msg)
         if arrow and raised.frames:
             raised.frames[-1].source = arrow.group("src").strip()
-            raised.last = line
+            raised.last = raised.frames[-1].source_at = line
+            state.expect_source = False  # the context lines after the arrow are not its source
             return
         if EXCEPTION_LINE.match(msg):
             m = _EXC_PARTS.match(msg)
@@ -254,7 +264,7 @@ class TracebackCollector:
             return
         if state.expect_source and raised.frames:
             raised.frames[-1].source = msg
-            raised.last = line
+            raised.last = raised.frames[-1].source_at = line
             state.expect_source = False
 
     @staticmethod

@@ -119,6 +119,19 @@ def test_a_step_cancelled_after_a_task_failed_is_only_an_echo(tmp_path):
     assert d["category"] == "unknown"
 
 
+def test_a_step_srun_tore_down_after_a_failed_launch_is_no_cancel(tmp_path):
+    # No exception at all: srun says the launch failed, then the step is cancelled on the rest.
+    cancel = "slurmstepd: error: *** STEP 47.0 ON n-c72 CANCELLED AT 2020-07-04T14:40:39 ***"
+    lines = ["srun: error: Task launch for 47.0 failed on node n-c122: Invalid job credential",
+             "srun: error: Application launch failed: Invalid job credential",
+             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."] + ["n-c72"] * 4 + [cancel]
+    _, d = diagnose_json(_log(tmp_path, lines))
+    assert d["category"] == "unknown" and d["evidence"][0]["text"].startswith("srun: error: Task launch")
+    # the cancel alone, with nothing failing before it, stays what it was
+    _, d = diagnose_json(_log(tmp_path, [STEP, cancel]))
+    assert d["rule"] == "job_cancelled.slurm_step_cancelled"
+
+
 def test_exit_code_for_pod_failure_policy(tmp_path):
     path = _log(tmp_path, [STEP, TIME_LIMIT] + TEARDOWN)
     proc = run_dsdiag("--k8s-termination-log", tmp_path / "termination-log", path)

@@ -39,6 +39,12 @@ CASES = [
     ("[pod/llama-ft-worker-1/pytorch] [rank9]: AssertionError", "AssertionError", 9, "llama-ft-worker-1"),
     ("trainer-1  | RuntimeError: Address already in use", "RuntimeError: Address already in use", None,
      "trainer-1"),
+    # a compose container_name, then FastChat's `time | level | logger | ` around a frame
+    ("qanything-container-local  | 2024-02-20 21:46:23 | ERROR | stderr |   File \"/x/worker.py\", line 71",
+     'File "/x/worker.py", line 71', None, "qanything-container-local"),
+    ("2024-02-20 21:46:23 | INFO | model_worker | Loading the model", "Loading the model", None, None),
+    ("0 | model | GPT2LMHeadModel | 124 M", "0 | model | GPT2LMHeadModel | 124 M", None, None),
+    ("loss  | 0.5312", "loss  | 0.5312", None, None),
     # Not prefixes: an exception name, a plain message, NCCL's own host:pid:tid label, tools.
     ("collect2: error: ld returned 1 exit status", "collect2: error: ld returned 1 exit status", None, None),
     ("libcudart.so.11.0: cannot open shared object file: No such file or directory",

@@ -201,3 +201,42 @@ def test_a_rich_box_cut_before_its_header_is_a_failure(tmp_path):
     log = tmp_path / "job.log"
     log.write_text(text)
     assert diagnose_job([str(log)])["category"] == "unknown"
+
+
+def test_colab_linked_ipython_frames_and_the_arrow_line_as_source():
+    # Colab turns each frame's path into a link; the `---->` line is the frame's own code, not
+    # the context line after it.
+    text = "\n".join([
+        "RuntimeError                              Traceback (most recent call last)",
+        "[<ipython-input-3-d2a33234ab60>](https://localhost:8080/#) in <cell line: 1>()",
+        "----> 1 with torch.autocast(device_type='cpu', dtype=torch.float32):",
+        "      2   print(torch.ones(10))",
+        "",
+        "[/usr/local/lib/python3.10/dist-packages/torch/amp/autocast_mode.py](https://localhost:8080/#) in __enter__(self)",
+    ])
+    (r,) = _records(text)
+    assert r.type == "RuntimeError" and r.cut
+    assert [f.func for f in r.frames] == ["<cell line: 1>", "__enter__"]
+    assert r.frames[0].source.startswith("with torch.autocast(")
+    assert r.frames[1].file.endswith("torch/amp/autocast_mode.py")
+
+
+def test_a_frame_line_cut_before_its_file_head_is_still_a_frame():
+    (r,) = _records('/verl/protocol.py", line 491, in chunk')
+    assert r.cut and [(f.file, f.func, f.line) for f in r.frames] == [("/verl/protocol.py", "chunk", 491)]
+    # prose quoting a path is not a frame
+    assert _records('see protocol.py", line 491 for the chunk logic') == []
+
+
+def test_a_frames_only_diagnosis_points_at_the_raise_its_caller_and_the_start(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text("\n".join([
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.8/site-packages/transformers/training_args.py", line 1703, in __post_init__',
+        "    self.hf_deepspeed_config = HfTrainerDeepSpeedConfig(self.deepspeed)",
+        '  File "/opt/conda/lib/python3.8/site-packages/transformers/deepspeed.py", line 77, in __init__',
+        "    super().__init__(config_file_or_dict)",
+    ]) + "\n")
+    d = diagnose_job([str(log)])
+    assert d["rule"] == "config_json_syntax.hf_config_init_cut"
+    assert [e["line"] for e in d["evidence"]] == [5, 4, 2, 3, 1]  # where it stops comes first
