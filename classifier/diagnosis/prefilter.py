@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from classifier.diagnosis.decode import decode_whole
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
-from classifier.diagnosis.chunking import Scanners, line_chunks, use_numpy
+from classifier.diagnosis.chunking import Scanners, line_chunks, steady_heap, use_numpy
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 from classifier.diagnosis.storms import KEEP as STORM_KEEP, RUN as STORM_RUN, Storms
 
@@ -33,7 +33,8 @@ BACK = max(BEFORE, TAIL)     # lines before a chunk kept for its first windows t
 # line costs ~20 us downstream, and only the tail is read on, with a warning.
 SELECT_BUDGET = 250_000
 # Chunks read before newlines are counted with numpy (where installed): its import costs about
-# what bytes.count spends on 100 MB more than numpy, and 15 MB of memory.
+# what bytes.count spends on 100 MB more than numpy, and 15 MB of memory. Past it, freed chunks
+# are reused rather than mapped afresh (chunking.steady_heap).
 NUMPY_AFTER = 128
 
 def _line_spans(chunk, start, count, forward):
@@ -339,6 +340,7 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
         for n, (chunk, last) in enumerate(pieces):
             if n == NUMPY_AFTER:
                 use_numpy()
+                steady_heap()
             # A chunk of nothing but a storm's copies is neither scanned nor walked.
             copies = _storm_copies(selector, chunk, last)
             ahead.append((chunk, last, copies, None if copies is not None else pool.submit(chunk)))
