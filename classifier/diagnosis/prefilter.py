@@ -69,8 +69,8 @@ class _Selector:
         self.emitted = 0            # highest line number already emitted
         self.owed = 0               # lines still owed from the start of the next chunk
         # The end of the chunks before, which the next chunk's windows may reach back to:
-        # (first lineno, line count, bytes) blocks, the newest last, cut into lines only
-        # when a window reaches back (most chunks' first windows do not).
+        # (first lineno, line count, chunk) blocks, the newest last: the chunk's last `line
+        # count` lines, found and cut only when a window reaches back (most chunks' do not).
         self.recent = deque()
         self.recent_lines = 0  # lines in `recent` but its oldest block
         self.budget = SELECT_BUDGET  # lines still to emit before only the tail is kept
@@ -254,13 +254,13 @@ class _Selector:
         return True
 
     def _remember(self, chunk, total):
-        count, pos = min(total, BACK), len(chunk)
-        for _ in range(count):
-            pos = chunk.rfind(b"\n", 0, pos - 1) + 1
+        # The whole chunk is kept (no copy); its last `count` lines are cut out only if a
+        # window reaches back into them (_recent), which most chunks' windows do not.
+        count = min(total, BACK)
         recent = self.recent
         if recent:
             self.recent_lines += count
-        recent.append((self.base + total - count + 1, count, chunk[pos:]))
+        recent.append((self.base + total - count + 1, count, chunk))
         # The oldest block goes once the ones after it hold BACK lines.
         while len(recent) > 1 and self.recent_lines >= BACK:
             self.recent_lines -= recent[1][1]
@@ -270,8 +270,11 @@ class _Selector:
     def _recent(self, count):
         """(lineno, bytes) of the last `count` (at most BACK) lines before this chunk."""
         out = []
-        for first, _, block in reversed(self.recent):
-            lines = block.split(b"\n")
+        for first, lines, block in reversed(self.recent):
+            pos = len(block)
+            for _ in range(lines):
+                pos = block.rfind(b"\n", 0, pos - 1) + 1
+            lines = block[pos:].split(b"\n")
             lines.pop()
             out[:0] = zip(range(first, first + len(lines)), lines)
             if len(out) >= count:
