@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from classifier.diagnosis.read import Warnings
 
 BIG_CHUNK = 1 << 20         # big enough that per-chunk work vanishes, small for memory
-SCANNERS = 2                 # threads searching chunks ahead (Hyperscan only)
+# Threads searching chunks ahead (Hyperscan only): one. Hyperscan lets go of the GIL while it
+# scans, but each match it reports is a Python call that takes it back; a second scanner only
+# fights the reader and the first for it (the keyword-dense 1 GB log: more CPU and more wall).
+SCANNERS = 1
 HEAD = 2000                  # every rank's start-up lines: who took part in the job
 TAIL = 200                   # the failure region
 BACK = max(BEFORE, TAIL)     # lines before a chunk kept for its first windows to reach back to
@@ -302,10 +305,10 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
     logs) is read whole, and then none is made.
 
     With Hyperscan, which lets go of the GIL while it scans, `scanners` threads (default:
-    one per core, at most SCANNERS) search the next chunks while this one is read on; the
-    chunks in flight are bounded, so memory stays flat. Copies of a line past storms.KEEP
-    are counted, not yielded (storms.py), with a warning; `repeats` gets {lineno: copies}
-    for each line read that ends a run of skipped copies of itself.
+    SCANNERS where there is more than one core; 0: none) search the next chunks while this
+    one is read on; the chunks in flight are bounded, so memory stays flat. Copies of a line
+    past storms.KEEP are counted, not yielded (storms.py), with a warning; `repeats` gets
+    {lineno: copies} for each line read that ends a run of skipped copies of itself.
     """
     selector = _Selector(source, warnings, repeats)
     yield from _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners)
@@ -327,8 +330,8 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
     if callable(finder) and not hasattr(finder, "scan"):
         finder = finder()
     if scanners is None:
-        scanners = min(SCANNERS, os.cpu_count() or 1) if finder.parallel else 1
-    if scanners <= 1 or first[1]:  # one piece (most logs): no thread to start
+        scanners = SCANNERS if finder.parallel and (os.cpu_count() or 1) > 1 else 0
+    if scanners < 1 or first[1]:  # one piece (most logs): no thread to start
         for chunk, last in pieces:
             copies = _storm_copies(selector, chunk, last)
             if copies is not None:
