@@ -16,7 +16,8 @@ json`, each under /usr/bin/time. Per tool: best and median seconds, the ratio to
 bar for dsdiag: 1.0), peak RSS (the bar: 64 MB) and dsdiag's answer (mild, torchrun:
 gpu_oom; dense: none), then how many lines the prefilter selected. --gz adds a .gz of each
 log against `gzip -dc | grep` (bar: 1.2x); --small MB adds the first MB of a mild log
-against grep plus 3x the start-up of `python3 -c 'import yaml, regex'`.
+against grep plus 3x the start-up of `python3 -c 'import yaml, regex'` (and with --gz its
+.gz against 1.2x `gzip -dc | grep`).
 """
 
 import argparse
@@ -222,6 +223,15 @@ def main():
             ("dsdiag", dsdiag + [str(small)], False)], args.rounds)
         print(f"{'':>14} bar: grep + 3x start-up ({base:.3f} s) = {grep + 3 * base:.2f} s; "
               f"dsdiag {ours:.2f} s")
+        if args.gz:
+            gz = small.with_suffix(".log.gz")
+            if not gz.exists():
+                subprocess.run(f"gzip -1 -c {small} > {gz}", shell=True, check=True)
+            ours, grep = compare(gz.name, "gpu_oom", [
+                ("grep", f"gzip -dc {gz} | grep -E -c -f {pats}", True),
+                ("dsdiag", dsdiag + [str(gz)], False)], args.rounds)
+            print(f"{'':>14} bar: 1.2x gzip -dc | grep = {1.2 * grep:.3f} s; dsdiag {ours:.3f} s "
+                  f"({ours / grep:.2f}x)")
 
 if __name__ == "__main__":
     main()

@@ -90,6 +90,10 @@ class PurePythonFinder:
         return list(self.scan(chunk))
 
 
+def _on_match(gate_id, _from, to, _flags, found):
+    found.append((to, gate_id))
+
+
 class HyperscanFinder:
     """The same line starts, from Hyperscan's matcher (every gate in one pass).
 
@@ -139,23 +143,27 @@ class HyperscanFinder:
         scratch = getattr(self._scratch, "space", None)
         if scratch is None:
             scratch = self._scratch.space = self._new_scratch()
-        self._db.scan(chunk, match_event_handler=lambda gate_id, _from, to, _flags, _ctx:
-                      found.append((to, gate_id)), scratch=scratch)
-        out, rfind, reach, checks = {}, chunk.rfind, self._reach, self._check
+        self._db.scan(chunk, match_event_handler=_on_match, context=found, scratch=scratch)
+        out, rfind, find, reach, checks = {}, chunk.rfind, chunk.find, self._reach, self._check
         checked = {}  # (line start, gate) -> whether the gate matches the line
+        start, end = 0, -1  # the line of the match before: its start and its newline
         for to, gate_id in found:
             # A gate may end on the newline after its line (`[^A-Za-z0-9]`): look before it.
-            start = rfind(b"\n", 0, to - 1) + 1
+            # Matches come by their end, so most share the line of the one before.
+            if not start <= to - 1 <= end:
+                start = rfind(b"\n", 0, to - 1) + 1
+                end = find(b"\n", start)
+                end = len(chunk) if end < 0 else end
             check = checks[gate_id]
             if check is not None:
                 ok = checked.get((start, check))
                 if ok is None:
-                    end = chunk.find(b"\n", start)
-                    ok = checked[start, check] = check.search(
-                        chunk, start, len(chunk) if end < 0 else end) is not None
+                    ok = checked[start, check] = check.search(chunk, start, end) is not None
                 if not ok:
                     continue
-            out[start] = _widest(out.get(start), reach[gate_id])
+            gate_reach = reach[gate_id]
+            before = out.get(start)
+            out[start] = gate_reach if before is None or before == gate_reach else _widest(before, gate_reach)
         return dict(sorted(out.items()))
 
     def line_starts(self, chunk: bytes) -> list[int]:

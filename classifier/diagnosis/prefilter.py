@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from classifier.diagnosis.decode import decode_whole
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
-from classifier.diagnosis.chunking import Scanners, line_chunks, use_numpy
+from classifier.diagnosis.chunking import Scanners, line_chunks, steady_heap, use_numpy
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 from classifier.diagnosis.storms import KEEP as STORM_KEEP, RUN as STORM_RUN, Storms
 
@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from classifier.diagnosis.read import Warnings
 
 BIG_CHUNK = 1 << 20         # big enough that per-chunk work vanishes, small for memory
-SCANNERS = 2                 # threads searching chunks ahead (Hyperscan only)
+# Threads searching chunks ahead (Hyperscan only): one. Hyperscan lets go of the GIL while it
+# scans, but each match it reports is a Python call that takes it back; a second scanner only
+# fights the reader and the first for it (the keyword-dense 1 GB log: more CPU and more wall).
+SCANNERS = 1
 HEAD = 2000                  # every rank's start-up lines: who took part in the job
 TAIL = 200                   # the failure region
 BACK = max(BEFORE, TAIL)     # lines before a chunk kept for its first windows to reach back to
@@ -33,7 +36,8 @@ BACK = max(BEFORE, TAIL)     # lines before a chunk kept for its first windows t
 # line costs ~20 us downstream, and only the tail is read on, with a warning.
 SELECT_BUDGET = 250_000
 # Chunks read before newlines are counted with numpy (where installed): its import costs about
-# what bytes.count spends on 100 MB more than numpy, and 15 MB of memory.
+# what bytes.count spends on 100 MB more than numpy, and 15 MB of memory. Past it, freed chunks
+# are reused rather than mapped afresh (chunking.steady_heap).
 NUMPY_AFTER = 128
 
 def _line_spans(chunk, start, count, forward):
@@ -68,8 +72,8 @@ class _Selector:
         self.emitted = 0            # highest line number already emitted
         self.owed = 0               # lines still owed from the start of the next chunk
         # The end of the chunks before, which the next chunk's windows may reach back to:
-        # (first lineno, line count, bytes) blocks, the newest last, cut into lines only
-        # when a window reaches back (most chunks' first windows do not).
+        # (first lineno, line count, chunk) blocks, the newest last: the chunk's last `line
+        # count` lines, found and cut only when a window reaches back (most chunks' do not).
         self.recent = deque()
         self.recent_lines = 0  # lines in `recent` but its oldest block
         self.budget = SELECT_BUDGET  # lines still to emit before only the tail is kept
@@ -253,13 +257,13 @@ class _Selector:
         return True
 
     def _remember(self, chunk, total):
-        count, pos = min(total, BACK), len(chunk)
-        for _ in range(count):
-            pos = chunk.rfind(b"\n", 0, pos - 1) + 1
+        # The whole chunk is kept (no copy); its last `count` lines are cut out only if a
+        # window reaches back into them (_recent), which most chunks' windows do not.
+        count = min(total, BACK)
         recent = self.recent
         if recent:
             self.recent_lines += count
-        recent.append((self.base + total - count + 1, count, chunk[pos:]))
+        recent.append((self.base + total - count + 1, count, chunk))
         # The oldest block goes once the ones after it hold BACK lines.
         while len(recent) > 1 and self.recent_lines >= BACK:
             self.recent_lines -= recent[1][1]
@@ -269,8 +273,11 @@ class _Selector:
     def _recent(self, count):
         """(lineno, bytes) of the last `count` (at most BACK) lines before this chunk."""
         out = []
-        for first, _, block in reversed(self.recent):
-            lines = block.split(b"\n")
+        for first, lines, block in reversed(self.recent):
+            pos = len(block)
+            for _ in range(lines):
+                pos = block.rfind(b"\n", 0, pos - 1) + 1
+            lines = block[pos:].split(b"\n")
             lines.pop()
             out[:0] = zip(range(first, first + len(lines)), lines)
             if len(out) >= count:
@@ -298,10 +305,10 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
     logs) is read whole, and then none is made.
 
     With Hyperscan, which lets go of the GIL while it scans, `scanners` threads (default:
-    one per core, at most SCANNERS) search the next chunks while this one is read on; the
-    chunks in flight are bounded, so memory stays flat. Copies of a line past storms.KEEP
-    are counted, not yielded (storms.py), with a warning; `repeats` gets {lineno: copies}
-    for each line read that ends a run of skipped copies of itself.
+    SCANNERS where there is more than one core; 0: none) search the next chunks while this
+    one is read on; the chunks in flight are bounded, so memory stays flat. Copies of a line
+    past storms.KEEP are counted, not yielded (storms.py), with a warning; `repeats` gets
+    {lineno: copies} for each line read that ends a run of skipped copies of itself.
     """
     selector = _Selector(source, warnings, repeats)
     yield from _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners)
@@ -323,8 +330,8 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
     if callable(finder) and not hasattr(finder, "scan"):
         finder = finder()
     if scanners is None:
-        scanners = min(SCANNERS, os.cpu_count() or 1) if finder.parallel else 1
-    if scanners <= 1 or first[1]:  # one piece (most logs): no thread to start
+        scanners = SCANNERS if finder.parallel and (os.cpu_count() or 1) > 1 else 0
+    if scanners < 1 or first[1]:  # one piece (most logs): no thread to start
         for chunk, last in pieces:
             copies = _storm_copies(selector, chunk, last)
             if copies is not None:
@@ -339,6 +346,7 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
         for n, (chunk, last) in enumerate(pieces):
             if n == NUMPY_AFTER:
                 use_numpy()
+                steady_heap()
             # A chunk of nothing but a storm's copies is neither scanned nor walked.
             copies = _storm_copies(selector, chunk, last)
             ahead.append((chunk, last, copies, None if copies is not None else pool.submit(chunk)))

@@ -153,11 +153,26 @@ class Storms:
         """{shape: copies} of `chunk` (lines ending with a newline) when every line is a copy
         of a shape already read as often as it may be (then none of them needs reading);
         else None."""
+        counts = self.counts
+        # A cheap refusal first (most calls: a healthy chunk): the first line that is not
+        # blank once bare must be a shape read as often as it may be. Past a few blank
+        # lines the whole chunk is looked at below, which decides the same either way.
+        pos = 0
+        for _ in range(8):
+            nl = chunk.find(b"\n", pos)
+            shape = bare(chunk[pos:] if nl < 0 else chunk[pos:nl])
+            if shape:
+                h = hash(shape)
+                if counts.get(h, 0) < self._allowance(h):
+                    return None
+                break
+            if nl < 0:
+                break
+            pos = nl + 1
         shaped = bare(chunk)
         lines = shaped.split(b"\n")
         shapes = set(lines)
         shapes.discard(b"")  # blank lines (and the piece after the final newline) say nothing
-        counts = self.counts
         if not all(counts.get(h, 0) >= self._allowance(h) for h in map(hash, shapes)):
             return None
         if len(shapes) == 1:
