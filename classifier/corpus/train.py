@@ -45,8 +45,12 @@ CLASS_PRECISION = 0.98
 CLASS_MIN_ANSWERS = 10
 # ... and then SAFETY_STEPS steps of GRID above that (a category whose threshold would pass the
 # top of GRID is not answered): held out, a group's unknown cases sat just above the threshold
-# set without them (1-2 steps), so the lowest clean threshold is no threshold for unseen groups.
-SAFETY_STEPS = 3
+# set without them, so the lowest clean threshold is no threshold for unseen groups. Those
+# unknown cases were data-file JSON errors and missing packages, which fallback.NEEDS/EXCLUDES
+# now veto out of fold as at run time; with them vetoed, one step keeps every nested check on
+# three seed sets (0-4, 10-14, 20-24) at >= 90% precision and a net of 8 or more, where two
+# steps left seeds 10-14 with 4 right answers and three steps left seeds 0-4 with none.
+SAFETY_STEPS = 1
 # Then the check where the model is really asked (failures no rule explains), with thresholds
 # set without the case's own group (`nested_check`): its answers there must be right
 # MIN_PRECISION of the time, and right answers must beat wrong ones plus false alarms by MIN_NET

@@ -24,13 +24,29 @@ FRAME_TOKENS = ("frame_", "func_")   # region.py's traceback-frame tokens
 # (frame tokens count: `frame_torch_cuda_memory`); train.py applies the same veto out of fold.
 _DEVICE = re.compile(r"(?i)(?<![a-z])(?:cuda|cudnn|cublas|gpus?|devices?|hbm|tpus?|xla|vram|"
                      r"rocm|hip|npu|mps|nvidia|accelerator)(?![a-z])")
-NEEDS = {"gpu_oom": _DEVICE}
+# A JSON error is the DeepSpeed config's only where the text names who reads that config
+# (DeepSpeed, its ds_config, hjson, or a launcher that passes it on: accelerate, transformers'
+# trainer and argument parser, Megatron/NeoX arguments). Among the failures no rule explains,
+# a bare JSONDecodeError is mostly a data file or an application's own settings (unknown).
+_DS_CONFIG_READER = re.compile(r"(?i)(?<![a-z])(?:deepspeed|ds|ds_config|hjson|zero|accelerate|"
+                               r"transformers|trainer|megatron|neox|args|arguments|argparser)(?![a-z])")
+NEEDS = {"gpu_oom": _DEVICE, "config_json_syntax": _DS_CONFIG_READER}
+# A package that is not installed at all is no mismatch of installed versions: `No module named
+# 'peft'` (a top-level name; `transformers.deepspeed`, a module a release moved, still may be) or
+# "requires the following packages that were not found". The missing-package cases are
+# unknown, and their ImportError words made the model name version_mismatch out of fold.
+_PACKAGE_ABSENT = re.compile(r"(?i)no module named '?[a-z_][\w-]{0,100}'?(?![\w.-])|"
+                             r"packages? (?:that (?:were|was|are|is) )?not (?:found|installed)|"
+                             r"(?<![a-z])is not installed")
+EXCLUDES = {"version_mismatch": _PACKAGE_ABSENT}
 
 
 def vetoed(category: str, text: str) -> bool:
-    """True when a class may not be answered of a text that lacks the words it needs."""
-    needs = NEEDS.get(category)
-    return needs is not None and needs.search(text) is None
+    """True when a class may not be answered of a text: it lacks the words the class needs, or
+    holds words that rule the class out."""
+    needs, excludes = NEEDS.get(category), EXCLUDES.get(category)
+    return ((needs is not None and needs.search(text) is None)
+            or (excludes is not None and excludes.search(text) is not None))
 
 
 def frames_only(text: str) -> str:

@@ -102,6 +102,59 @@ def test_device_memory_is_named_only_where_a_device_is():
         assert model.answer(device)[0] == "gpu_oom", device
 
 
+def test_a_config_parse_error_is_named_only_where_a_deepspeed_config_reader_is():
+    from classifier.diagnosis.region import model_text
+    # A JSON error alone is as often a data file or an application's own settings.
+    data = {"classes": ["config_json_syntax", "unknown"], "vocabulary": {"jsondecodeerror": 0},
+            "idf": [1.0], "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0],
+            "thresholds": {"config_json_syntax": 0.6}}
+    model = TextModel(data)
+    error = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
+    for reader in ('  File "/app/wechat_jump_auto.py", line 40, in open_accordant_config',
+                   '  File "/srv/utils/annotationlib.py", line 12, in parseJson'):
+        assert model.answer(model_text([reader, error])) is None, reader
+    for reader in ('  File "/usr/lib/python3/site-packages/deepspeed/runtime/config.py", line 9, in __init__',
+                   '  File "/usr/lib/python3/site-packages/transformers/hf_argparser.py", line 3, in parse',
+                   '[rank0]:   File "/w/accelerate/utils/dataclasses.py", line 7, in __post_init__',
+                   "ValueError: Expected a string path to an existing deepspeed config, or a dict"):
+        assert model.answer(model_text([reader, error]))[0] == "config_json_syntax", reader
+
+
+def test_a_package_not_installed_is_no_version_mismatch():
+    from classifier.diagnosis.region import model_text
+    data = {"classes": ["version_mismatch", "unknown"], "vocabulary": {"importerror": 0, "modulenotfounderror": 1},
+            "idf": [1.0, 1.0], "coef": [[4.0, 4.0], [-4.0, -4.0]], "intercept": [0.0, 0.0],
+            "thresholds": {"version_mismatch": 0.6}}
+    model = TextModel(data)
+    for absent in ("ModuleNotFoundError: No module named 'peft'",
+                   "[rank1]: ModuleNotFoundError: No module named peft",
+                   "ImportError: This modeling file requires the following packages that were not "
+                   "found in your environment: einops. Run `pip install einops`",
+                   "ImportError: flash_attn is not installed"):
+        assert model.answer(model_text([absent])) is None, absent
+    # A module a release moved or an API that changed is a version question.
+    for moved in ("ModuleNotFoundError: No module named 'transformers.deepspeed'",
+                  "ImportError: cannot import name 'is_torch_xla_available' from 'transformers.utils'",
+                  "ImportError: Using the `Trainer` requires `accelerate>=0.21.0`: Please run "
+                  "`pip install accelerate -U`"):
+        assert model.answer(model_text([moved]))[0] == "version_mismatch", moved
+
+
+def test_vetoes_apply_out_of_fold_as_at_run_time():
+    from classifier.corpus.train import cross_validate
+    # Config parse errors read by DeepSpeed, user bugs, and one data-file JSON error: out of
+    # fold the model leans to config_json_syntax for the last, and the veto keeps it unsaid.
+    config = "JSONDecodeError json decode error expecting value exc_jsondecodeerror frame_deepspeed_runtime_config"
+    user = "KeyError key error missing column exc_keyerror frame_data_loader func_getitem"
+    data_file = "JSONDecodeError json decode error expecting value exc_jsondecodeerror frame_data_reader"
+    texts = [config] * 6 + [user] * 6 + [data_file]
+    labels = ["config_json_syntax"] * 6 + ["unknown"] * 7
+    groups = [f"g{i}" for i in range(len(texts))]
+    oof, _ = cross_validate(texts, labels, groups)
+    assert oof[0][0] == "config_json_syntax"
+    assert oof[-1] == ("unknown", 0.0)
+
+
 def test_frames_only_text_is_answered_by_its_own_thresholds():
     from classifier.diagnosis.fallback import is_frames_only
     from classifier.diagnosis.region import model_text
@@ -123,7 +176,7 @@ def test_frames_only_text_is_answered_by_its_own_thresholds():
 
 
 def test_calibration_stays_silent_unless_it_helps_on_groups_it_did_not_calibrate_on():
-    from classifier.corpus.train import OutOfFold, class_thresholds
+    from classifier.corpus.train import GRID, SAFETY_STEPS, OutOfFold, class_thresholds
 
     def calibrate(oof, labels, reaches, groups):
         from classifier.corpus.train import calibrate
@@ -138,15 +191,15 @@ def test_calibration_stays_silent_unless_it_helps_on_groups_it_did_not_calibrate
         groups += [f"repo{g}"] * 4
     oof = [("gpu_oom", 0.9)] * len(labels)
     # The lowest clean threshold (0.5) and SAFETY_STEPS grid steps above it.
-    assert calibrate(oof, labels, reaches, groups) == {"gpu_oom": 0.65}
+    assert calibrate(oof, labels, reaches, groups) == {"gpu_oom": GRID[SAFETY_STEPS]}
     # A tenth repository's three failures no rule explains are unknown, and the model names
-    # them gpu_oom at 0.7. A threshold set on them (0.75, then 0.9) would hide them; set without
-    # their repository it is 0.65, they are false alarms, and the model stays silent.
+    # them gpu_oom at 0.7. A threshold set on them (0.75 and the safety steps) would hide them;
+    # set without their repository it is lower, they are false alarms, and the model stays silent.
     labels += ["unknown"] * 3
     reaches += [True] * 3
     groups += ["repo9"] * 3
     oof += [("gpu_oom", 0.7)] * 3
-    assert class_thresholds([oof], labels) == {"gpu_oom": 0.9}
+    assert class_thresholds([oof], labels) == {"gpu_oom": GRID[GRID.index(0.75) + SAFETY_STEPS]}
     assert calibrate(oof, labels, reaches, groups) == {}
 
 
@@ -250,7 +303,7 @@ def test_the_region_of_a_short_failure_after_a_long_healthy_run_starts_at_the_fa
 
 
 def test_frames_only_thresholds_come_from_the_frames_only_copies():
-    from classifier.corpus.train import OutOfFold, nested_check
+    from classifier.corpus.train import GRID, SAFETY_STEPS, OutOfFold, nested_check
     from classifier.diagnosis.region import model_text
     # 25 port_conflict and 15 connection_failure cases, each right out of fold from its words;
     # from their frames alone (a TCPStore set-up, shared) the model names all of them port_conflict.
@@ -263,7 +316,8 @@ def test_frames_only_thresholds_come_from_the_frames_only_copies():
     frame_oof = [("port_conflict", 0.9)] * 40
     cv = OutOfFold([message] * 40, labels, groups, [(oof, frame_oof)])
     words, from_frames = cv.thresholds()
-    assert words == {"connection_failure": 0.65, "port_conflict": 0.65} and from_frames == {}
+    lowest = GRID[SAFETY_STEPS]
+    assert words == {"connection_failure": lowest, "port_conflict": lowest} and from_frames == {}
     # The port_conflict pastes cut before their message are read with the frames' thresholds:
     # they stay silent, while the connection failures with a message are answered.
     cv = OutOfFold([frame_text] * 25 + [message] * 15, labels, groups, [(oof, frame_oof)])
