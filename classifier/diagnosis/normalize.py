@@ -82,6 +82,7 @@ _PROGRESS_HEAD = re_compile(r"^" + _BAR)
 # rich's traceback panel: `│ text │`; heavy and ASCII variants are rarer but seen.
 _BOX_LEFT = re_compile(r"(?<!\s)(?=(\s*))\1[│┃║]\s?")  # used with match(); the lookbehind keeps search() linear too
 _BOX_RIGHT = re_compile(r"(?<!\s)\s*[│┃║]\s*$")  # starts at a run of spaces, not inside it: linear
+_BOLD_HEAD = re_compile(r"[A-Za-z][\w.]{0,80}(?::|\s)")  # bold around an error line or a sentence
 
 # Rules see the first 8 KiB of a line: every message they know fits, and a 64 KiB line of
 # binary noise or inlined build output cannot make a three-line window cost megabytes.
@@ -304,6 +305,9 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     msg = msg.strip()
     if msg[:1] == "`":
         msg = _inline_code(msg)
+    elif msg[:2] in ("**", "__"):  # retyped in markdown bold (`**RuntimeError: ...**`), maybe cut
+        inner = msg[2:-2] if msg.endswith(msg[:2]) and len(msg) > 4 else msg[2:]
+        msg = inner.strip() if _BOLD_HEAD.match(inner) and msg[:2] not in inner else msg
     return msg, rank, task, host, ts
 
 

@@ -140,3 +140,15 @@ def test_web_copy_characters_are_read_as_plain_ones(tmp_path):
 ])
 def test_a_message_quoted_as_inline_code_loses_its_backticks(line, msg):
     assert peel_prefixes(line)[0] == msg
+
+
+@pytest.mark.parametrize("line, msg", [
+    ("**RuntimeError: Expected to have finished reduction**", "RuntimeError: Expected to have finished reduction"),
+    ("[rank1]: **KeyError: 'RANK'", "KeyError: 'RANK'"),                    # cut before the closing marks
+    ("__Error while loading__", "Error while loading"),
+    ("**kwargs)", "**kwargs)"),                                              # code stays
+    ('__name__ == "__main__"', '__name__ == "__main__"'),
+    ("**Error** in step 3", "**Error** in step 3"),                          # bold inside a sentence stays
+])
+def test_a_message_retyped_in_markdown_bold_loses_its_marks(line, msg):
+    assert peel_prefixes(line)[0] == msg
