@@ -10,12 +10,13 @@ call `re.compile` ends in. A pattern not yet recorded, another Python, an unread
 rebuilt pattern equals (code included) what `re.compile` makes.
 """
 
+import marshal
 import re
 import sys
 from array import array
 from base64 import b64decode, b64encode
 
-KIND = "re-code"
+KIND = "re-code-blobs"  # each entry its own marshal blob, unpacked when its pattern is compiled
 # Module-level patterns and the word-start form of each rule keyword (classifier.diagnosis.match)
 # are kept; patterns built from a log's own text are compiled with plain re.compile.
 MAX_ENTRIES = 2048
@@ -51,6 +52,8 @@ def _record(pattern: str, flags: int):
 
 
 def _rebuild(pattern: str, entry) -> "re.Pattern":
+    if isinstance(entry, bytes):  # as kept in the cache (save())
+        entry = marshal.loads(entry)
     flags, code, groups, groupindex = entry
     groupindex = {name: int(index) for name, index in groupindex}
     indexgroup = [None] * (groups + 1)
@@ -70,7 +73,7 @@ def re_compile(pattern: str, flags: int = 0) -> "re.Pattern":
     if entry is not None:
         try:
             return _rebuild(pattern, entry)
-        except (AttributeError, TypeError, ValueError, OverflowError, RuntimeError):
+        except (AttributeError, TypeError, ValueError, OverflowError, RuntimeError, EOFError):
             _table.pop(name, None)  # a damaged entry: compile it as usual
     compiled = re.compile(pattern, flags)
     if len(_table) + len(_new) < MAX_ENTRIES:
@@ -91,6 +94,6 @@ def save() -> bool:
     if not _new:
         return False
     from classifier.rules.cache import write_cached
-    merged = {**_load(), **_new}
+    merged = {**_load(), **{name: marshal.dumps(entry) for name, entry in _new.items()}}
     _new.clear()
     return write_cached(KIND, _key(), merged, binary=True)

@@ -2,6 +2,7 @@
 are the patterns a fresh compile makes, and a damaged table only costs a compile."""
 
 import calendar
+import os
 import random
 import re
 import subprocess
@@ -92,13 +93,15 @@ def test_timegm_is_calendars():
 
 def test_a_small_log_diagnosis_skips_the_slow_stdlib_imports(tmp_path):
     # Each of these cost a small log's run milliseconds (inspect via dataclasses, OpenSSL via
-    # hashlib, Hyperscan's 6.5 MB library, ...); a diagnosis from a warm cache needs none of them.
+    # hashlib, Hyperscan's 6.5 MB library, regex's parser, ...); a diagnosis from a warm cache
+    # needs none of them.
     probe = ("import sys, io\nfrom classifier.cli import main\n"
              "sys.stdout = io.StringIO()\nmain(['--format', 'json', sys.argv[1]])\n"
              "sys.stdout = sys.__stdout__\n"
              "from classifier import precompiled\n"
              "print(','.join(m for m in ('inspect', 'dataclasses', 'hashlib', 'platform', "
-             "'calendar', 'pickle', 'gzip', 'lzma', 'bz2', 'yaml', 'hyperscan') if m in sys.modules), "
+             "'calendar', 'pickle', 'gzip', 'lzma', 'bz2', 'yaml', 'hyperscan', 'regex._regex_core') "
+             "if m in sys.modules), "
              "len(precompiled._new))")
     log = ROOT / "examples" / "zero3_oom_rank3_of_16.log"
     env_cache = {"DSDIAG_CACHE_DIR": str(tmp_path)}
@@ -111,3 +114,23 @@ def test_a_small_log_diagnosis_skips_the_slow_stdlib_imports(tmp_path):
     # Nothing slow imported, and no pattern left to record: every pattern is built the same
     # way each run (a set's order would make a new one every time and rewrite the table).
     assert proc.stdout.split() == ["0"]
+
+
+
+def test_the_engine_loaded_alone_is_the_one_import_regex_uses(tmp_path):
+    # regexcode loads regex's C module without the package; a later `import regex` (for a
+    # pattern not in the table) still loads the package whole, with the same Pattern type.
+    probe = ("import sys\nfrom classifier.rules.load import default_rules\n"
+             "from classifier.rules import regexcode\n"
+             "rule = next(r for r in default_rules().rules if r.regex_sources())\n"
+             "built = regexcode.compile(rule.regex_sources()[0])\n"
+             "parsed = 'regex._regex_core' in sys.modules\n"
+             "import regex\n"
+             "print(parsed, regex._regex.compile is not None, type(built) is regex.Pattern, "
+             "built.flags == regex.compile(rule.regex_sources()[0]).flags)\n")
+    env = {**os.environ, "DSDIAG_CACHE_DIR": str(tmp_path)}
+    for _ in range(2):  # the first run records the table
+        proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              cwd=ROOT, env=env, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "True", "True"]

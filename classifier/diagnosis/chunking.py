@@ -69,9 +69,9 @@ def line_chunks(chunks, source, warnings, chunk_bytes):
         yield held, True
 
 
-def _scan_and_count(finder, chunk):
+def _scan_and_count(finder, chunk, count=True):
     # In a scanner thread: the count overlaps the reader's I/O and the other scan.
-    return finder.scan(chunk), newlines(chunk)
+    return finder.scan(chunk), newlines(chunk) if count else None
 
 
 _numpy = None  # numpy once a big input asked for it; False: not installed
@@ -125,6 +125,11 @@ def steady_heap() -> None:
         pass
 
 
+def numpy_counts() -> bool:
+    """Whether newlines() counts with numpy now (without holding the GIL)."""
+    return bool(_numpy)
+
+
 def newlines(chunk: bytes) -> int:
     """How many newlines `chunk` holds."""
     np = _numpy
@@ -155,16 +160,17 @@ class Scanners:
             task = self._inbox.get()
             if task is None:
                 return
-            chunk, box = task
+            chunk, box, count = task
             try:
-                box.put((True, _scan_and_count(self._finder, chunk)))
+                box.put((True, _scan_and_count(self._finder, chunk, count)))
             except BaseException as exc:  # noqa: BLE001 - handed to the reader, who raises it
                 box.put((False, exc))
 
-    def submit(self, chunk: bytes) -> Any:
-        """Queue `chunk` for a scan; the returned box gets its (found, newline count)."""
+    def submit(self, chunk: bytes, count: bool = True) -> Any:
+        """Queue `chunk` for a scan; the returned box gets its (found, newline count or None
+        when not `count`)."""
         box = self._new_box()
-        self._inbox.put((chunk, box))
+        self._inbox.put((chunk, box, count))
         return box
 
     @staticmethod

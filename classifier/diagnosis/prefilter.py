@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from classifier.diagnosis.decode import decode_whole
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
-from classifier.diagnosis.chunking import Scanners, line_chunks, steady_heap, use_numpy
+from classifier.diagnosis.chunking import (Scanners, line_chunks, newlines, numpy_counts, steady_heap,
+                                           use_numpy)
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 from classifier.diagnosis.storms import KEEP as STORM_KEEP, RUN as STORM_RUN, Storms
 
@@ -349,7 +350,14 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
                 steady_heap()
             # A chunk of nothing but a storm's copies is neither scanned nor walked.
             copies = _storm_copies(selector, chunk, last)
-            ahead.append((chunk, last, copies, None if copies is not None else pool.submit(chunk)))
+            if copies is not None:
+                ahead.append((chunk, last, copies, None, None))
+            else:
+                # bytes.count holds the GIL, Hyperscan's scan does not: counted here while the
+                # scanner scans, not after it in the scanner (numpy counts without the GIL).
+                here = not numpy_counts()
+                done = pool.submit(chunk, count=not here)
+                ahead.append((chunk, last, None, done, newlines(chunk) if here else None))
             if len(ahead) > scanners:
                 yield from _take(selector, pool, *ahead.popleft())
         while ahead:
@@ -362,7 +370,7 @@ def _storm_copies(selector, chunk, last):
     return None if last or not selector.stormy else selector.storms.covers(chunk)
 
 
-def _take(selector, pool, chunk, last, copies, done):
+def _take(selector, pool, chunk, last, copies, done, counted):
     if copies is None:
         # Asked again: the storm may have been found since the chunk was sent to be scanned.
         copies = _storm_copies(selector, chunk, last)
@@ -370,4 +378,4 @@ def _take(selector, pool, chunk, last, copies, done):
         selector.skip(chunk, copies)
         return ()
     found, total = pool.result(done)
-    return selector.chunk(chunk, found, last, total)
+    return selector.chunk(chunk, found, last, total if counted is None else counted)

@@ -10,14 +10,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from classifier.rules.cache import cache_key, sha256, write_cached
+from classifier.rules.cache import cache_key, sha256
 from classifier.rules import regexcode, stamp
-from classifier.rules.lint import check_regexes
 from classifier.rules.model import (STRUCTURE_FLAGS, STRUCTURE_LISTS, STRUCTURE_ONE, CategoryInfo,
                                     Rule, RuleSet)
 from classifier.taxonomy import CATEGORIES
 
 ROLES = ("cause", "symptom")
+
+
+def check_regexes(*args, **kwargs):
+    """classifier.rules.lint's check, imported only when a file is validated: lint imports
+    regex's pure-Python parser (~5 ms), which a run from the rule cache never needs."""
+    from classifier.rules.lint import check_regexes as check
+    return check(*args, **kwargs)
+
+
 _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
@@ -353,7 +361,7 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
                 if data is not None:
                     loaded.append((path, data))
             if cacheable and not problems:
-                write_cached("rules", key, [(p.name, _strip_examples(d)) for p, d in loaded])
+                stamp.to_cache(key, [(p.name, _strip_examples(d)) for p, d in loaded])
         else:
             seen.update(rule["id"] for _, data in loaded for rule in data["rules"])
             regexcode.load(key)

@@ -7,27 +7,84 @@ when the built-in rules are first validated (classifier.rules.load), kept in the
 directory, and given straight to the C compiler by later runs. A pattern missing from the
 table, another regex or Python release, or a table that cannot be read means `regex.compile`,
 never an error.
+
+Rebuilding needs only regex's C engine (`regex._regex`): it is loaded on its own, without the
+package's pure-Python parser, whose import took ~5 ms of every run; `import regex` happens as
+usual the moment a pattern has to be parsed.
 """
 
+import marshal
+import os
 import sys
 from array import array
 from base64 import b64decode, b64encode
 
-import regex
-
-KIND = "regex-code"
+# Each pattern's entry is kept as its own marshal blob, unpacked only when that pattern is
+# compiled: a rule-hit run compiles ~50 of the ~950, and unpacking them all took ~1.5 ms.
+KIND = "regex-code-blobs"
 _TABLE: dict | None = None  # pattern -> recorded arguments (encoded), once loaded
 _KEY = ""                   # the cache key of the rule set the table belongs to
+_ENGINE = None  # regex's C module, once loaded
+_FILES = ("_main.py", "_regex_core.py")  # the parser, whose output the recorded code is
+_WHERE = []  # [the package's directory or None], once looked up
+
+
+def _package_dir() -> str | None:
+    """Where `import regex` would find the package, found without importing it."""
+    if not _WHERE:
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec("regex")
+        locations = spec.submodule_search_locations if spec is not None else None
+        _WHERE.append(locations[0] if locations else None)
+    return _WHERE[0]
+
+
+def _engine():
+    """regex's C module: loaded alone where the package lies on sys.path, else by `import regex`."""
+    global _ENGINE
+    if _ENGINE is None:
+        module = sys.modules.get("regex._regex")
+        if module is None:
+            try:
+                from importlib.machinery import ExtensionFileLoader, PathFinder
+                spec = PathFinder.find_spec("regex._regex", [_package_dir()])
+                if spec is None or not isinstance(spec.loader, ExtensionFileLoader):
+                    raise ImportError("regex._regex is not an extension module here")
+                module = spec.loader.create_module(spec)
+                spec.loader.exec_module(module)
+                # Kept out of sys.modules (loading registered it): a later `import regex` then
+                # loads the package as usual, and its _regex shares these C types (Pattern).
+                if sys.modules.get("regex._regex") is module:
+                    del sys.modules["regex._regex"]
+            except (ImportError, AttributeError, TypeError, OSError):
+                module = None
+        if module is None:
+            from regex import _regex as module
+        _ENGINE = module
+    return _ENGINE
 
 
 def release() -> bytes:
-    """What the recorded code depends on besides the pattern: the regex and Python releases."""
-    return f"regex {regex.__version__} python {sys.version}".encode()
+    """What the recorded code depends on besides the pattern: the regex and Python releases
+    (the parser's files by size and mtime, so that regex's parser need not be imported)."""
+    where = _package_dir()
+    parts = []
+    for name in _FILES:
+        try:
+            st = os.stat(os.path.join(where, name)) if where else None
+        except OSError:
+            st = None
+        parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}" if st else f"{name}:?")
+    if where is None or parts[0].endswith("?"):
+        import regex  # not a plain package on sys.path: its version names the release
+        parts.append(regex.__version__)
+    return f"regex {' '.join(parts)} python {sys.version}".encode()
 
 
 def record(patterns) -> dict[str, list]:
     """{pattern: encoded C-compiler arguments} for the patterns the parser takes; {} when this
     regex release's internals are not the ones this module knows."""
+    import regex
     from regex import _main
     real = _main._regex
 
@@ -76,7 +133,7 @@ def keep(key: str, patterns) -> None:
     """Record `patterns`' code for the rule set `key`, store it, and use it in this process."""
     from classifier.rules.cache import write_cached
     table = record(patterns)
-    write_cached(KIND, key, table, binary=True)
+    write_cached(KIND, key, {p: marshal.dumps(e) for p, e in table.items()}, binary=True)
     use(key, table)
 
 
@@ -103,14 +160,16 @@ def compile(pattern: str) -> "regex.Pattern":
     entry = _TABLE.get(pattern)
     if entry is not None:
         try:
+            if isinstance(entry, bytes):  # as read from the cache (keep())
+                entry = marshal.loads(entry)
             flags, code, groups, req_offset, req_chars, req_flags, group_count = entry
             group_index = {name: int(index) for name, index in groups}
             if isinstance(req_chars, list):
                 req_chars = tuple(req_chars)
-            from regex import _regex
-            return _regex.compile(pattern, flags, array("I", b64decode(code)).tolist(),
+            return _engine().compile(pattern, flags, array("I", b64decode(code)).tolist(),
                                   group_index, {v: k for k, v in group_index.items()}, {}, [],
                                   req_offset, req_chars, req_flags, group_count)
-        except (TypeError, ValueError, OverflowError, RuntimeError):
+        except (TypeError, ValueError, OverflowError, RuntimeError, EOFError):
             _TABLE.pop(pattern, None)  # damaged: parse it like any other pattern
+    import regex
     return regex.compile(pattern)

@@ -2,6 +2,7 @@
 while their files stay the same; a damaged or unwritable cache costs time, never a diagnosis."""
 
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -33,6 +34,8 @@ def _probe(cache_dir):
 
 
 def _cache_files(directory, kind="rules"):
+    if kind == "rules":  # the validated rules are kept with marshal (stamp.RULES_KIND)
+        return sorted(directory.glob("rules-marshal-*.marshal"))
     return sorted(directory.glob(f"{kind}-*.json"))
 
 
@@ -97,12 +100,12 @@ def test_a_damaged_cache_file_is_ignored_and_rebuilt(tmp_path, monkeypatch, dama
     good = load_rules()
     [path] = _cache_files(tmp_path)
     raw = path.read_bytes()
-    entry = json.loads(raw)
+    key, _, blob = raw.partition(b"\n")  # the full key, then the marshalled data
     damaged = {
         "truncate": raw[:len(raw) // 2],
-        "garbage": b"\x00\xff not json",
-        "other_key": json.dumps({"key": "0" * 64, "data": entry["data"]}).encode(),
-        "bad_shape": json.dumps({"key": entry["key"], "data": [["x.yaml", 3]]}).encode(),
+        "garbage": key + b"\n\x00\xff not marshal",
+        "other_key": b"0" * 64 + b"\n" + blob,
+        "bad_shape": key + b"\n" + marshal.dumps([["x.yaml", 3]]),
     }[damage]
     path.write_bytes(damaged)
     again = load_rules()
