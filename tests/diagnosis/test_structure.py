@@ -313,3 +313,15 @@ def test_a_quoted_python_message_is_output_but_a_quoted_source_string_is_code(tm
               "    'DummyOptim' object has no attribute 'param_groups' if flag else None,\n"
               "ValueError: bad flag\n")
     assert _diagnose(tmp_path, source)["category"] != "scheduler_config"
+
+
+def test_a_raise_line_joined_to_its_exception_is_output_after_the_quote(tmp_path):
+    # an issue title that glued the raise to the exception it printed
+    title = ("raise EnvironmentError('CUDA_HOME environment variable is not set. ' "
+             "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.\n")
+    assert _diagnose(tmp_path, title)["category"] == "op_build_error"
+    source = ("Traceback (most recent call last):\n"
+              '  File "/work/setup.py", line 9, in <module>\n'
+              "    raise EnvironmentError('CUDA_HOME environment variable is not set. '\n"
+              "KeyboardInterrupt\n")
+    assert _diagnose(tmp_path, source)["category"] != "op_build_error"
