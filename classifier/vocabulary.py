@@ -158,6 +158,10 @@ OTHER_FAILURE_TERMS = (
     Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),
     Term(r"exits with return code = -?[1-9]", ("exits with return code",),
          raw="exits with return code"),  # deepspeed launcher
+    # PaddlePaddle's launchers: the legacy summary (`ABORT!!! Out of all 4 trainers, the trainer
+    # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
+    Term(r"ABORT!!! Out of all \d+ trainers|Container failed !!!", ("abort!!!", "container failed"),
+         raw=r"ABORT!!!|Container failed !!!"),
     Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",),
          raw=r"failed \(exitcode"),              # torchelastic
     Term(r"exit(?:ed with)? (?:code|status):? -?[1-9]", ("exit",),

@@ -31,12 +31,17 @@ _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|
                         # and torch's dispatcher: `"addmm_impl_cpu_" not implemented for 'Half'`
                         r"""(?!\w{1,80}" not implemented for ')""")
 _QUOTED = re_compile(r"""f?["']""")
+# An issue title often joins the raise line to the exception it printed (`raise OSError('CUDA_HOME
+# is not set. ' OSError: CUDA_HOME is not set.`): after the closing quote it is output again.
+_JOINED_EXCEPTION = re_compile(r"""["']\s{1,4}(?:\w{1,40}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception):\s""")
 _FRAME_HEAD = re_compile(r"""File "[^"\n]+", line \d+""")
 
 
 def is_code(buf, i: int) -> bool:
     """Whether buf[i] is a line of source code (echoed in a traceback or pasted), not output."""
     msg = buf[i].msg
+    if _CODE_LINE.match(msg) and _JOINED_EXCEPTION.search(msg):
+        return False
     return bool(_CODE_LINE.match(msg) or (
         i > 0 and _QUOTED.match(msg) and _FRAME_HEAD.search(buf[i - 1].msg)))
 

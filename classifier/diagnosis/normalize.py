@@ -32,8 +32,8 @@ _SRUN_LABEL = re_compile(r"(?=(\s*))\1(?P<rank>\d{1,5}):\s")
 _RANK_PREFIXES = (
     # torch >= 2.2 stderr redirection and torchrun --tee: `[rank3]:`, `[default3]:`
     re_compile(r"\[(?:rank|default|worker|trainer|local_rank)?(?P<rank>\d+)\]:\s?"),
-    # Open MPI --tag-output: `[1,3]<stderr>:` (job id, rank)
-    re_compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
+    # Open MPI --tag-output: `[1,3]<stderr>:` (job id, rank); horovodrun: `[3]<stderr>:`
+    re_compile(r"\[(?:\d+,)?(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
     _SRUN_LABEL,
     # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `. A host
     # label needs a digit or a hyphen before any dot, so `collect2: error` and

@@ -1,6 +1,8 @@
 """Diagnoses the structure decides: who called the parser, frames without a message, a line
 cut at the end of the paste, trends over many lines."""
 
+import pytest
+
 from classifier.diagnosis.diagnose import diagnose_job
 
 CONFIG_JSON = """\
@@ -313,3 +315,17 @@ def test_a_quoted_python_message_is_output_but_a_quoted_source_string_is_code(tm
               "    'DummyOptim' object has no attribute 'param_groups' if flag else None,\n"
               "ValueError: bad flag\n")
     assert _diagnose(tmp_path, source)["category"] != "scheduler_config"
+
+
+
+_TITLE = ("raise EnvironmentError('CUDA_HOME environment variable is not set. ' "
+          "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.\n")
+_RAISE_IN_FRAMES = ('  File "/work/setup.py", line 9, in <module>\n'
+                    "    raise EnvironmentError('CUDA_HOME environment variable is not set. '\n"
+                    "KeyboardInterrupt\n")
+
+
+@pytest.mark.parametrize("text, read", [(_TITLE, True), (_RAISE_IN_FRAMES, False)])
+def test_a_raise_line_joined_to_its_exception_is_output_after_the_quote(tmp_path, text, read):
+    # an issue title glues the raise to the exception it printed; a frame's raise alone is code
+    assert (_diagnose(tmp_path, text)["category"] == "op_build_error") is read
