@@ -285,6 +285,9 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     # A cache built lazily while diagnosing writes through tempfile; as the job user the
     # interpreter's own stdlib may be unreadable (a pyenv Python under a 0700 /root).
     import tempfile  # noqa: F401
+    # A run from the rule cache loads only regex's C engine; a rule the cache lacks (a user's
+    # --rules-dir, a changed file) imports the package while diagnosing: import it here.
+    import regex  # noqa: F401
     from classifier.diagnosis import cutend, prefilter  # noqa: F401 (cutend: a paste cut mid-line)
     rules.finder()
     rules.keyword_index().prepare()  # its Hyperscan database too
