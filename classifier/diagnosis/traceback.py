@@ -234,6 +234,14 @@ class TracebackCollector:
             self._start(state, line)
             raised = state.raised
         if frame is not None:
+            last = raised.frames[-1] if raised.frames else None
+            if last is not None and (last.file, last.func, last.line) == (frame.file, frame.func, frame.line) \
+                    and frame.line is not None:
+                # ranks printing one traceback interleaved: the same frame again is a copy,
+                # and whichever copy got the code line keeps it
+                raised.last = line
+                state.expect_source = last.source == ""
+                return
             frame.at = line
             raised.frames.append(frame)
             raised.last = line
