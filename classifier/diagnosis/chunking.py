@@ -135,7 +135,26 @@ def newlines(chunk: bytes) -> int:
     np = _numpy
     if np:
         return int(np.count_nonzero(np.frombuffer(chunk, np.uint8) == 10))
-    return chunk.count(b"\n")
+    return count_lines(chunk)
+
+
+# bytes.count of one byte is a plain loop (~5 instructions a byte in CPython 3.11); deleting
+# the byte with bytes.replace finds each one with memchr and copies the rest with memcpy, about
+# a quarter of that where lines average over ~30 bytes. Where they are shorter, the per-line
+# calls cost more than the loop: replace stops after DENSE_AT of them and count takes over.
+BY_REPLACE = 16 * 1024     # shorter spans: one count call is cheaper than a copy
+DENSE_AT = 32              # bytes per newline below which replace gives way to count
+
+
+def count_lines(data: bytes, start: int = 0, end: int | None = None) -> int:
+    """How many newlines data[start:end] holds (the same number as bytes.count, faster)."""
+    end = len(data) if end is None else min(end, len(data))
+    if end - start < BY_REPLACE:
+        return data.count(b"\n", start, end)
+    part = data if start == 0 and end == len(data) else data[start:end]
+    cap = len(part) // DENSE_AT
+    found = len(part) - len(part.replace(b"\n", b"", cap))
+    return found if found < cap else part.count(b"\n")
 
 
 class Scanners:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from classifier.diagnosis.decode import decode_whole
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
-from classifier.diagnosis.chunking import (Scanners, line_chunks, newlines, numpy_counts, steady_heap,
-                                           use_numpy)
+from classifier.diagnosis.chunking import (Scanners, count_lines, line_chunks, newlines, numpy_counts,
+                                           steady_heap, use_numpy)
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 from classifier.diagnosis.storms import KEEP as STORM_KEEP, RUN as STORM_RUN, Storms
 
@@ -154,7 +154,7 @@ class _Selector:
         self.owed = 0
         stop = len(chunk)  # a storm's copies may be skipped up to here: never into the tail
         if last:
-            total = chunk.count(b"\n") if total is None else total
+            total = count_lines(chunk) if total is None else total
             self.tail_from = self.base + total - TAIL + 1
             spans = _line_spans(chunk, len(chunk), TAIL, False)
             if spans:
@@ -164,7 +164,7 @@ class _Selector:
         starts = list(found)
         if starts:
             # Lines from the end of the previous chunk that the first segment reaches back to.
-            first = chunk.count(b"\n", 0, starts[0])
+            first = count_lines(chunk, 0, starts[0])
             reach = found[starts[0]][0]
             if first < reach and not self._storm_copy(chunk, starts[0], self.base + first + 1, False):
                 for lineno, data in self._recent(reach - first):
@@ -172,7 +172,7 @@ class _Selector:
                         line = self._line(lineno, data)
                         if line is not None:
                             yield line
-        total = chunk.count(b"\n") if total is None else total
+        total = count_lines(chunk) if total is None else total
         dropped = self.storms.dropped
         walk = [0, 0]  # local index of the first line not yet walked, and its byte offset
 
@@ -199,7 +199,7 @@ class _Selector:
             if copies is not None:
                 # The rest of the chunk (up to the tail) is copies of a storm's lines: count
                 # them, walk none.
-                skipped = chunk.count(b"\n", walk[1], stop)
+                skipped = count_lines(chunk, walk[1], stop)
                 self.storms.skipped(self.base + walk[0] + 1, skipped, copies)
                 walk[:] = walk[0] + skipped, stop
                 self.emitted, self.owed, skip_to = self.base + walk[0], 0, stop
@@ -208,7 +208,7 @@ class _Selector:
             if self.budget <= 0 and found[start][1] != len(chunk):
                 self._spent()
                 continue
-            k += chunk.count(b"\n", at, start)
+            k += count_lines(chunk, at, start)
             at = start
             if k >= walk[0] and self._storm_copy(chunk, start, self.base + k + 1):
                 # A storm's copy past its allowance: counted; no reader looks around it.
@@ -237,11 +237,11 @@ class _Selector:
         find, starts = chunk.find, list(found)
         # Line numbers by counting from the nearer end: a pass over the whole chunk costs
         # more than the rest of this; the first copy's is only wanted for a storm's first.
-        first = self.base + chunk.count(b"\n", 0, starts[0]) + 1 if not storms.dropped else 0
+        first = self.base + count_lines(chunk, 0, starts[0]) + 1 if not storms.dropped else 0
         if not storms.all_spent([chunk[s:find(b"\n", s)] for s in starts], first):
             return False
-        total = chunk.count(b"\n") if total is None else total
-        self.emitted = self.base + total - chunk.count(b"\n", starts[-1]) + 1
+        total = count_lines(chunk) if total is None else total
+        self.emitted = self.base + total - count_lines(chunk, starts[-1]) + 1
         self.stormy = len(starts) > total // 2
         self._remember(chunk, total)
         return True
@@ -288,7 +288,7 @@ class _Selector:
     def skip(self, chunk, copies):
         """Pass over a chunk (not the input's last) whose every line is a copy of a storm's
         line, `copies` of each shape (Storms.covers): count its lines, read none, at C speed."""
-        total = chunk.count(b"\n")
+        total = count_lines(chunk)
         self.storms.skipped(self.base + 1, total, copies)
         self.owed = 0
         self._remember(chunk, total)
@@ -324,7 +324,7 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
     if first is None:
         return
     pieces = itertools.chain([first], pieces)
-    if first[1] and first[0].count(b"\n") <= HEAD + TAIL:
+    if first[1] and count_lines(first[0]) <= HEAD + TAIL:
         # Head and tail cover every line: nothing to search for.
         yield from selector.whole(first[0])
         return
