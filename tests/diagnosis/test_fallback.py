@@ -124,12 +124,16 @@ def test_a_config_parse_error_is_named_only_where_a_deepspeed_config_reader_is()
         assert model.answer(model_text([reader, error]))[0] == "config_json_syntax", reader
 
 
+def _sure_of(cls: str, *words: str) -> TextModel:
+    """A two-class model that answers `cls` (threshold 0.6) of any text holding `words`."""
+    return TextModel({"classes": [cls, "unknown"], "vocabulary": {w: i for i, w in enumerate(words)},
+                      "idf": [1.0] * len(words), "coef": [[4.0] * len(words), [-4.0] * len(words)],
+                      "intercept": [0.0, 0.0], "thresholds": {cls: 0.6}})
+
+
 def test_a_scheduler_fault_is_named_only_where_a_schedule_is():
     from classifier.diagnosis.region import model_text
-    data = {"classes": ["scheduler_config", "unknown"], "vocabulary": {"typeerror": 0, "missing": 1},
-            "idf": [1.0, 1.0], "coef": [[4.0, 4.0], [-4.0, -4.0]], "intercept": [0.0, 0.0],
-            "thresholds": {"scheduler_config": 0.6}}
-    model = TextModel(data)
+    model = _sure_of("scheduler_config", "typeerror", "missing")
     # A user function called without an argument (a reward function, a collator) is its own bug.
     for user in ("TypeError: accuracy_reward() missing 1 required positional argument: 'assistant'",
                  "[rank0]: TypeError: collate() missing 1 required positional argument: 'batch'"):
@@ -144,10 +148,7 @@ def test_a_scheduler_fault_is_named_only_where_a_schedule_is():
 
 def test_a_package_not_installed_is_no_version_mismatch():
     from classifier.diagnosis.region import model_text
-    data = {"classes": ["version_mismatch", "unknown"], "vocabulary": {"importerror": 0, "modulenotfounderror": 1},
-            "idf": [1.0, 1.0], "coef": [[4.0, 4.0], [-4.0, -4.0]], "intercept": [0.0, 0.0],
-            "thresholds": {"version_mismatch": 0.6}}
-    model = TextModel(data)
+    model = _sure_of("version_mismatch", "importerror", "modulenotfounderror")
     for absent in ("ModuleNotFoundError: No module named 'peft'",
                    "[rank1]: ModuleNotFoundError: No module named peft",
                    "ImportError: This modeling file requires the following packages that were not "
