@@ -28,9 +28,16 @@ _DEVICE = re.compile(r"(?i)(?<![a-z])(?:cuda|cudnn|cublas|gpus?|devices?|hbm|tpu
 # (DeepSpeed, its ds_config, hjson, or a launcher that passes it on: accelerate, transformers'
 # trainer and argument parser, Megatron/NeoX arguments). Among the failures no rule explains,
 # a bare JSONDecodeError is mostly a data file or an application's own settings (unknown).
-_DS_CONFIG_READER = re.compile(r"(?i)(?<![a-z])(?:deepspeed|ds|ds_config|hjson|zero|accelerate|"
+# A bare "ds" is no such word: out of fold it came from user paths (`ds_train.py`, `query_ds_rag`).
+_DS_CONFIG_READER = re.compile(r"(?i)(?<![a-z])(?:deepspeed|ds[ _]?config|hjson|zero|accelerate|"
                                r"transformers|trainer|megatron|neox|args|arguments|argparser)(?![a-z])")
-NEEDS = {"gpu_oom": _DEVICE, "config_json_syntax": _DS_CONFIG_READER}
+# A scheduler's fault names its schedule (the scheduler, learning rate, warm-up, decay, steps,
+# epochs, milestones or the metric ReduceLROnPlateau steps on). Without that, "TypeError: f()
+# missing 1 required positional argument" is a user function's bug (a reward function, a
+# collator): scheduler_config had learnt the wording from `step() missing ... 'metrics'`.
+_SCHEDULE = re.compile(r"(?i)(?<![a-z])(?:schedul\w{0,20}|lr|warm_?up|learning|decay|cosine|"
+                       r"milestones?|steps?|epochs?|metrics?|iters?|iterations?|updates?)(?![a-z])")
+NEEDS = {"gpu_oom": _DEVICE, "config_json_syntax": _DS_CONFIG_READER, "scheduler_config": _SCHEDULE}
 # A package that is not installed at all is no mismatch of installed versions: `No module named
 # 'peft'` (a top-level name; `transformers.deepspeed`, a module a release moved, still may be) or
 # "requires the following packages that were not found". The missing-package cases are

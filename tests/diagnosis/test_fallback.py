@@ -111,21 +111,44 @@ def test_a_config_parse_error_is_named_only_where_a_deepspeed_config_reader_is()
     model = TextModel(data)
     error = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
     for reader in ('  File "/app/wechat_jump_auto.py", line 40, in open_accordant_config',
-                   '  File "/srv/utils/annotationlib.py", line 12, in parseJson'):
+                   '  File "/srv/utils/annotationlib.py", line 12, in parseJson',
+                   # a user's own "ds" (a script or function name) reads no DeepSpeed config
+                   '  File "/app/backend/rag_utils.py", line 5, in query_ds_rag',
+                   '  File "/w/generate/ds_train.py", line 8, in main'):
         assert model.answer(model_text([reader, error])) is None, reader
     for reader in ('  File "/usr/lib/python3/site-packages/deepspeed/runtime/config.py", line 9, in __init__',
                    '  File "/usr/lib/python3/site-packages/transformers/hf_argparser.py", line 3, in parse',
                    '[rank0]:   File "/w/accelerate/utils/dataclasses.py", line 7, in __post_init__',
-                   "ValueError: Expected a string path to an existing deepspeed config, or a dict"):
+                   "ValueError: Expected a string path to an existing deepspeed config, or a dict",
+                   "FileNotFoundError: ds_config.json"):
         assert model.answer(model_text([reader, error]))[0] == "config_json_syntax", reader
+
+
+def _sure_of(cls: str, *words: str) -> TextModel:
+    """A two-class model that answers `cls` (threshold 0.6) of any text holding `words`."""
+    return TextModel({"classes": [cls, "unknown"], "vocabulary": {w: i for i, w in enumerate(words)},
+                      "idf": [1.0] * len(words), "coef": [[4.0] * len(words), [-4.0] * len(words)],
+                      "intercept": [0.0, 0.0], "thresholds": {cls: 0.6}})
+
+
+def test_a_scheduler_fault_is_named_only_where_a_schedule_is():
+    from classifier.diagnosis.region import model_text
+    model = _sure_of("scheduler_config", "typeerror", "missing")
+    # A user function called without an argument (a reward function, a collator) is its own bug.
+    for user in ("TypeError: accuracy_reward() missing 1 required positional argument: 'assistant'",
+                 "[rank0]: TypeError: collate() missing 1 required positional argument: 'batch'"):
+        assert model.answer(model_text([user])) is None, user
+    for schedule in ("TypeError: step() missing 1 required positional argument: 'metrics'",
+                     "TypeError: get_cosine_schedule_with_warmup() missing 1 required "
+                     "positional argument: 'num_training_steps'",
+                     '  File "/x/site-packages/torch/optim/lr_scheduler.py", line 3, in __init__\n'
+                     "TypeError: __init__() missing 1 required positional argument: 'T_max'"):
+        assert model.answer(model_text(schedule.split("\n")))[0] == "scheduler_config", schedule
 
 
 def test_a_package_not_installed_is_no_version_mismatch():
     from classifier.diagnosis.region import model_text
-    data = {"classes": ["version_mismatch", "unknown"], "vocabulary": {"importerror": 0, "modulenotfounderror": 1},
-            "idf": [1.0, 1.0], "coef": [[4.0, 4.0], [-4.0, -4.0]], "intercept": [0.0, 0.0],
-            "thresholds": {"version_mismatch": 0.6}}
-    model = TextModel(data)
+    model = _sure_of("version_mismatch", "importerror", "modulenotfounderror")
     for absent in ("ModuleNotFoundError: No module named 'peft'",
                    "[rank1]: ModuleNotFoundError: No module named peft",
                    "ImportError: This modeling file requires the following packages that were not "
