@@ -311,3 +311,16 @@ def test_eval_of_a_directory_without_cases_exits_2(tmp_path):
     assert proc.returncode == 2 and proc.stderr.decode().count("\n") == 1
     (tmp_path / "job.yaml").write_text("label: unknown\nevidence_lines: [1]\norigin: synthesized\n")
     assert run_dsdiag("eval", tmp_path).returncode == 0
+
+
+def test_eval_counts_held_out_misses_without_naming_them(tmp_path):
+    oom = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    for name, split in (("secret-test-case", "test"), ("open-dev-case", "dev")):
+        (tmp_path / f"{name}.log").write_text(oom)  # labelled disk_full on purpose: a miss
+        (tmp_path / f"{name}.yaml").write_text(f"label: disk_full\norigin: public\nsplit: {split}\n")
+    for fmt in ("text", "json"):
+        out = run_dsdiag("eval", "-f", fmt, tmp_path).stdout.decode()
+        assert "open-dev-case" in out and "secret-test-case" not in out
+        assert "disk_full -> gpu_oom" in out
+    out = run_dsdiag("eval", "--show-test-misses", tmp_path).stdout.decode()
+    assert "secret-test-case" in out

@@ -5,7 +5,8 @@ and, where known, `evidence_lines`. Reports per-category precision / recall / F1
 confusion matrix, the evidence-line hit rate and every miss, over all cases and for each
 segment apart: `real-run`, `synthesized`, `public-dev`, `public-test` (the sidecar's `origin`,
 and for public cases its `split`). public-test is held out from every rule and model change,
-so its accuracy is the figure to quote; the others flatter the tool.
+so its accuracy is the figure to quote; the others flatter the tool. Its misses are counted by
+(label, answer) and not named unless `--show-test-misses` asks: a name read is a case seen.
 
 A sidecar may also hold the expected `culprit: {ranks: [...], hosts: [...]}` (multi-rank jobs):
 the culprit is right when the category is right, the hosts are exactly those, and the ranks too
@@ -141,6 +142,23 @@ def score(results: list[dict]) -> dict:
     }
 
 
+def withhold_test_names(s: dict) -> dict:
+    """Replace public-test misses by per-(label, answer) counts, so no held-out name is read."""
+    out = dict(s)
+    counts: dict[str, int] = {}
+    for key in ("misses", "culprit_misses"):
+        kept = []
+        for r in s.get(key, []):
+            if r["segment"] != "public-test":
+                kept.append(r)
+            elif key == "misses":
+                pair = f"{r['label']} -> {r['predicted']}"
+                counts[pair] = counts.get(pair, 0) + 1
+        out[key] = kept
+    out["held_out_misses"] = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
+
+
 def _print_text(s, out):
     w = out.write
     w(f"cases {s['cases']}  accuracy {s['accuracy']:.1%}  evidence hit rate "
@@ -178,6 +196,10 @@ def _print_text(s, out):
         w("\nmisses\n")
         for r in s["misses"]:
             w(f"  [{r['segment']}] {r['case']}: {r['label']} -> {r['predicted']} ({r['rule']})\n")
+    if s.get("held_out_misses"):
+        w("\npublic-test misses, counted (names withheld: --show-test-misses lists them)\n")
+        for pair, n in s["held_out_misses"].items():
+            w(f"  {n:>4}  {pair}\n")
 
 
 def main(argv: list[str]) -> int:
@@ -187,6 +209,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("-f", "--format", choices=("text", "json"), default="text")
     p.add_argument("--min-accuracy", type=float, default=None,
                    help="exit 1 when accuracy falls below this fraction (CI baseline)")
+    p.add_argument("--show-test-misses", action="store_true",
+                   help="name the public-test cases missed (by default only counted, so that "
+                        "reading the report does not leak the held-out set into rule work)")
     args = p.parse_args(argv)
     if not Path(args.path).is_dir():
         sys.stderr.write(f"dsdiag: error: {args.path}: not a directory\n")
@@ -196,11 +221,12 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"dsdiag: error: {args.path}: no cases (NAME.log or NAME.log.gz with a "
                          f"NAME.yaml that holds `label`)\n")
         return 2
+    shown = s if args.show_test_misses else withhold_test_names(s)
     if args.format == "json":
-        json.dump(s, sys.stdout, indent=2)
+        json.dump(shown, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        _print_text(s, sys.stdout)
+        _print_text(shown, sys.stdout)
     if args.min_accuracy is not None and s["accuracy"] < args.min_accuracy:
         sys.stderr.write(f"dsdiag: accuracy {s['accuracy']:.1%} is below the baseline "
                          f"{args.min_accuracy:.1%}\n")

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from classifier.corpus.evaluate import SEGMENTS, evaluate, find_cases
+from classifier.corpus.evaluate import SEGMENTS, evaluate, find_cases, withhold_test_names
 from classifier.taxonomy import ALL_IDS
 from conftest import ROOT
 
@@ -32,7 +32,7 @@ def baseline():
 
 def test_corpus_scores_hold_the_baseline(scores, baseline):
     assert scores["cases"] >= baseline["cases"], "cases were removed from the corpus"
-    assert scores["accuracy"] >= baseline["accuracy"], scores["misses"]
+    assert scores["accuracy"] >= baseline["accuracy"], withhold_test_names(scores)["misses"]
     assert scores["false_alarm_rate"] <= baseline["false_alarm_rate"]
     assert scores["evidence_hit_rate"] >= baseline["evidence_hit_rate"]
 
@@ -41,7 +41,10 @@ def test_corpus_scores_hold_the_baseline(scores, baseline):
 def test_each_segment_holds_its_baseline(scores, baseline, segment):
     want, got = baseline["segments"][segment], scores["segments"][segment]
     assert got["cases"] >= want["cases"], f"{segment}: cases were removed"
-    misses = [m for m in scores["misses"] if m["segment"] == segment]
+    # Held-out misses are counted, never named: a failing CI log must not leak the test split.
+    shown = withhold_test_names(scores)
+    misses = ([m for m in shown["misses"] if m["segment"] == segment]
+              if segment != "public-test" else shown["held_out_misses"])
     assert got["accuracy"] >= want["accuracy"], misses
     assert got["false_alarm_rate"] <= want["false_alarm_rate"], misses
     assert got["evidence_hit_rate"] >= want["evidence_hit_rate"]
@@ -49,8 +52,8 @@ def test_each_segment_holds_its_baseline(scores, baseline, segment):
         assert got["high_cases"] >= want["high_cases"], f"{segment}: high-confidence cases were removed"
         assert got["high_accuracy"] >= want["high_accuracy"], misses
     if "culprit_accuracy" in want:
-        assert got["culprit_accuracy"] >= want["culprit_accuracy"], scores["culprit_misses"]
-        assert got["culprit_wrong_host"] <= want["culprit_wrong_host"], scores["culprit_misses"]
+        assert got["culprit_accuracy"] >= want["culprit_accuracy"], withhold_test_names(scores)["culprit_misses"]
+        assert got["culprit_wrong_host"] <= want["culprit_wrong_host"], withhold_test_names(scores)["culprit_misses"]
 
 
 def test_corpus_is_big_enough_and_covers_every_category(scores):
