@@ -310,7 +310,10 @@ def decode_line(line_bytes: bytes, source: str, warnings: Warnings) -> str:
     text = line_bytes.decode("utf-8", errors="replace")
     if warnings.sampled_chars < SAMPLE_CHARS:
         warnings.sampled_chars += len(text)
-        warnings.odd_chars += len(_CONTROL.findall(text))
+        # A printable line holds no control character (_CONTROL's but U+FFFD are all category
+        # Cc): one C pass instead of the regex's (~0.5 us of ~1 us a line).
+        if not text.isprintable() or "\ufffd" in text:
+            warnings.odd_chars += len(_CONTROL.findall(text))
     if text.endswith("\r"):
         text = text.rstrip("\r")
     return text
