@@ -52,7 +52,7 @@ def _evidence_json(lines):
     return out
 
 
-def _raw_lines(path, warnings, rules, chunk_size, select, limits, repeats=None):
+def _raw_lines(path, warnings, rules, chunk_size, select, limits, repeats=None, scanning=None):
     """The input's lines worth diagnosing: for every input, those the prefilter selects.
 
     Files, pipes and compressed streams of every size take the same path, so a log costs the
@@ -65,7 +65,10 @@ def _raw_lines(path, warnings, rules, chunk_size, select, limits, repeats=None):
     engine = select if isinstance(select, str) else "auto"
 
     def finder():  # built only for an input longer than the prefilter's head and tail
-        return rules.finder(engine)
+        found = rules.finder(engine)
+        if scanning is not None:
+            scanning(found)
+        return found
 
     return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK, limits),
                         display_name(path), warnings, finder,
@@ -123,6 +126,16 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     # mask of the readers' literals (literals.py); before, every literal test runs.
     mask_of = None
 
+    def scanning(finder):
+        # The prefilter scans this input with Hyperscan, so it is imported: the keyword finder
+        # and the masks take it now, not after HYPERSCAN_AFTER lines answered in Python (the
+        # same answers; a 30 MB log's ~2,300 selected lines cost ~10 ms less).
+        nonlocal mask_of
+        if finder.name == "hyperscan" and not index.hyperscan_loaded:
+            index.prepare()
+            if mask_of is None and index.hyperscan_loaded:
+                mask_of = masker()
+
     def on_line(line):
         if mask_of is not None:
             line.lits = mask_of(line.msg)
@@ -139,7 +152,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         file_rank = rank_from_path(path)
         try:
             lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
-                                                          limits, deferred.trends.repeats),
+                                                          limits, deferred.trends.repeats, scanning),
                                                index=i, file_rank=file_rank))
             for hit in scan(lines, index, on_line, warnings, budget):
                 if not deferred.offer(hit):

@@ -17,10 +17,14 @@ from typing import Any
 
 from classifier import __version__
 
-try:  # the built-in module: `import hashlib` loads OpenSSL, a few ms of every run
+try:  # the built-in modules: `import hashlib` loads OpenSSL, a few ms of every run
     from _sha256 import sha256
 except ImportError:  # Python 3.12 and later call it _sha2; hashlib has it everywhere
     from hashlib import sha256
+try:  # the cache's keys: BLAKE2b hashes ~4x as fast as sha256 here (a run hashes ~200 KB)
+    from _blake2 import blake2b
+except ImportError:
+    from hashlib import blake2b
 
 FORMAT = 2  # bump when the layout of what is cached changes (2: the pattern tables in marshal)
 STALE_DAYS = 30  # other cache files of a kind untouched this long go when a new one is written
@@ -42,10 +46,12 @@ def cache_dir() -> Path | None:
 
 
 def cache_key(*parts: bytes) -> str:
-    """sha256 over this dsdiag's version, the cache format and `parts` (each length-prefixed)."""
-    digest = sha256(f"dsdiag {__version__} cache {FORMAT}\0".encode())
+    """A 256-bit BLAKE2b digest of this dsdiag's version, the cache format and `parts` (each
+    length-prefixed), in hex."""
+    digest = blake2b(f"dsdiag {__version__} cache {FORMAT}\0".encode(), digest_size=32)
     for part in parts:
-        digest.update(len(part).to_bytes(8, "big") + part)
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
     return digest.hexdigest()
 
 

@@ -1,12 +1,15 @@
 """zlib-ng inflating a .gz log reads exactly what the standard gzip reader reads.
 
 The same blocks, the same bytes before a cut or a corrupt byte, the same warnings (their
-messages included), the same point where the ratio limit stops a bomb.
+messages included), the same point where the ratio limit stops a bomb; and the bytes and
+errors are those of the standard library's GzipFile, handed on in blocks of the size asked
+for, as a plain file's are.
 """
 
 import functools
 import gzip
 import random
+import zlib
 
 import pytest
 
@@ -60,10 +63,37 @@ def test_zlib_ng_reads_what_the_standard_reader_reads(tmp_path, monkeypatch, nam
     assert fast == _read(path, limits)
 
 
+def _stdlib(data):
+    """(bytes, the error's text or None) of gzip.GzipFile reading `data` until it stops."""
+    import io
+    out, error = [], None
+    with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+        try:
+            while block := fh.read1(1 << 16):
+                out.append(block)
+        except (EOFError, OSError, zlib.error) as exc:
+            error = str(exc)
+    return b"".join(out), error
+
+
+@pytest.mark.parametrize("name", sorted(set(_gz_cases()) - {"bomb"}))
+def test_the_bytes_and_errors_are_gzipfiles_in_plain_file_blocks(tmp_path, name):
+    path = tmp_path / "x.log.gz"
+    path.write_bytes(_gz_cases()[name])
+    sizes, data, warnings = _read(path, InputLimits())
+    want, error = _stdlib(_gz_cases()[name])
+    assert data == want
+    assert all(size == 1 << 20 for size in sizes[:-1]) and sizes[-1:] <= [1 << 20]
+    if error is None:
+        assert warnings == []
+    else:
+        assert [w["code"] for w in warnings] == ["truncated_input"] and f"({error})" in warnings[0]["message"]
+
+
 def test_the_fast_reader_is_the_one_used(tmp_path):
     path = tmp_path / "x.log.gz"
     path.write_bytes(gzip.compress(b"hello\n"))
     with open(path, "rb") as fh:
-        assert isinstance(inflate.gzip_reader(fh), inflate._NgGzipReader)
+        assert inflate.gzip_reader(fh)._read.__self__._ng
     _, data, warnings = _read(path, InputLimits())
     assert data == b"hello\n" and warnings == []
