@@ -144,7 +144,8 @@ def _broken_in_word(text: str, after: str) -> bool:
     # letters on both sides, or digits on both: `cpp:265` then `terminate` is two lines, and
     # so is `compile` then `PyTorch` (a lower-case letter never wraps into a capital)
     inside = (a.isalpha() and b.isalpha() and not (a.islower() and b.isupper())) or \
-        (a.isdigit() and b.isdigit()) or (a == "_" and b.isalnum()) or (b == "_" and a.isalnum())
+        (a.isdigit() and b.isdigit()) or (a == "_" and b.isalnum()) or (b == "_" and a.isalnum()) \
+        or _joiner(text, b)
     # A terminal breaks a sentence at its column, blank included: one blank, then a word that
     # goes on with it (`is not` + ` equal`, `failed to ` + `connect`), which neither an
     # indented line (two blanks or more) nor a new message (none, or a capital) starts with.
@@ -153,6 +154,15 @@ def _broken_in_word(text: str, after: str) -> bool:
     # A frame head that fills the column may be whole: its source line follows, indented.
     return (inside or at_blank) and _wrapped_at_end(text, after) and \
         not (_FRAME_END.search(text) and b.isspace())
+
+
+def _joiner(text: str, b: str) -> bool:
+    """A break just after a dot, slash or `=` inside a token (`torch.cuda.` + `device_count()`,
+    `/usr/lib/` + `python3`, `num_updates=` + `10000`): a program wrapping its own text breaks
+    at blanks (and hyphens), never there, and a whole line seldom ends so."""
+    a = text[-1:]
+    return a in "./=" and text[-2:-1].isalnum() and (b.isalnum() or b == "_") and \
+        not (a == "." and b.isupper())  # `... done.` + `Loading`: a sentence, then the next
 
 
 def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None:

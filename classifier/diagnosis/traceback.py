@@ -20,6 +20,12 @@ A `File "..."` line that a terminal hard-wrapped (`.../trl/trainer/grpo_` then `
 line 817, in f`) is read as one frame: a frame head without its `", line N` is glued to the
 next line of the same rank when the two together make a frame.
 
+Processes sharing one terminal print the same traceback line by line into each other, with no
+label to sort them by: the same header again while the first traceback has read at most a
+frame or two (no message yet) is its copy. The record then takes each frame once and each code line once,
+and the code lines go to its frames in order (a copy's code line lands after the other's next
+frame); the copy's lines after the message are its echo.
+
 A traceback that ends without its exception line (the paste stops, or the next one starts) is
 kept with `cut=True`: its frames alone can still decide (classifier.diagnosis.structure).
 Memory is bounded: MAX_FRAMES innermost frames per exception, MAX_RECORDS per job.
@@ -39,6 +45,8 @@ if TYPE_CHECKING:
 MAX_FRAMES = 40
 MAX_RECORDS = 512
 MAX_WRAPPED = 1024  # characters of a wrapped frame head kept for the next lines
+TWIN_GAP = 4        # lines from one header to a copy's header, interleaved with it
+TWIN_FRAMES = 2     # frames read before a copy's header shows (more: a new traceback)
 
 _START = re_compile(r"Traceback \(most recent call last\):?\s*$")
 _IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})\s{2,}Traceback \(most recent call last\)")
@@ -150,14 +158,20 @@ class Raised:
 
 
 class _Open:
-    __slots__ = ("raised", "expect_source", "chain_next", "wrapped", "rich_head")
+    __slots__ = ("raised", "expect_source", "chain_next", "wrapped", "rich_head", "twin", "echo")
 
     def __init__(self) -> None:
         self.raised: Raised | None = None
         self.expect_source = False
         self.chain_next = False
+        self.twin = False   # the open record is read from copies interleaved line by line
+        self.echo: Raised | None = None  # a closed twin record whose copies may still trail
         self.wrapped = ""   # a frame line's head that a terminal wrap cut off its `, line N`
         self.rich_head = ""  # a bare path that may be the start of a wrapped rich frame head
+
+
+def _same(a: Frame, b: Frame) -> bool:
+    return (a.file, a.func, a.line) == (b.file, b.func, b.line)
 
 
 class TracebackCollector:
@@ -170,8 +184,10 @@ class TracebackCollector:
     def _close(self, state: _Open) -> None:
         if state.raised is not None and len(self.records) < MAX_RECORDS:
             self.records.append(state.raised)
+        state.echo = state.raised if state.twin else None
         state.raised = None
         state.expect_source = False
+        state.twin = False
 
     def _start(self, state: _Open, line: "Line", etype: str | None = None) -> None:
         self._close(state)
@@ -191,7 +207,15 @@ class TracebackCollector:
         started = lits & _B_TRACEBACK and "Traceback" in gist
         ipy = _IPY_START.match(msg) if started else None
         if ipy or (started and _START.search(msg)):
+            open_ = state.raised
+            if open_ is not None and len(open_.frames) <= TWIN_FRAMES \
+                    and 0 < line.lineno - open_.first.lineno <= TWIN_GAP \
+                    and open_.first.msg.strip() == msg:
+                state.twin = True  # a copy's header: see the module docstring
+                return
             self._start(state, line, ipy.group("type") if ipy else None)
+            return
+        if state.echo is not None and self._echoed(state, msg):
             return
         if msg[:1] in ("D", "T") and _CHAIN.match(msg):
             self._close(state)
@@ -233,14 +257,22 @@ class TracebackCollector:
                 return
             self._start(state, line)
             raised = state.raised
+        if frame is not None and state.twin:
+            if not any(_same(f, frame) for f in raised.frames):
+                frame.at = line
+                raised.frames.append(frame)
+            raised.last = line
+            return
         if frame is not None:
             last = raised.frames[-1] if raised.frames else None
             if last is not None and (last.file, last.func, last.line) == (frame.file, frame.func, frame.line) \
                     and frame.line is not None:
                 # ranks printing one traceback interleaved: the same frame again is a copy,
-                # and whichever copy got the code line keeps it
+                # and whichever copy got the code line keeps it; once its code line was read,
+                # the copies are read as twins (the other copy's code line comes next)
                 raised.last = line
                 state.expect_source = last.source == ""
+                state.twin = not state.expect_source
                 return
             frame.at = line
             raised.frames.append(frame)
@@ -270,10 +302,41 @@ class TracebackCollector:
             return
         if _NOISE.match(msg):
             return
+        if state.twin:
+            self._twin_source(raised, msg, line)
+            return
         if state.expect_source and raised.frames:
             raised.frames[-1].source = msg
             raised.last = raised.frames[-1].source_at = line
             state.expect_source = False
+
+    @staticmethod
+    def _twin_source(raised: Raised, msg: str, line: "Line") -> None:
+        """A code line of interleaved copies: the first frame still without one takes it,
+        unless a frame already has it (the other copy's)."""
+        if any(f.source == msg for f in raised.frames):
+            return
+        for f in raised.frames:
+            if not f.source and not f.file.startswith("<"):  # `<frozen ...>` shows no code
+                f.source, f.source_at = msg, line
+                raised.last = line
+                return
+
+    def _echoed(self, state: _Open, msg: str) -> bool:
+        """Whether `msg` is a trailing line of a closed twin record's copy (then swallowed)."""
+        done = state.echo
+        parts = _kept_frame(msg) if len(msg) < 512 else _frame_parts(msg)
+        if parts is not None:
+            hit = any((f.file, f.func, f.line) == parts for f in done.frames)
+        elif EXCEPTION_LINE.match(msg):
+            hit = done.line is not None and msg == done.line.msg.strip()
+            state.echo = None  # the copy's message ends it
+            return hit
+        else:
+            hit = any(f.source == msg for f in done.frames) or bool(_NOISE.match(msg))
+        if not hit:
+            state.echo = None
+        return hit
 
     @staticmethod
     def _frame(msg: str, gist: str | None = None) -> Frame | None:

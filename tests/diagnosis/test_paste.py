@@ -267,3 +267,43 @@ def test_a_line_that_fills_the_column_is_not_joined_to_a_line_of_the_same_start(
 ])
 def test_a_line_of_a_usual_width_that_ends_whole_is_not_a_wrap(lines):
     assert wrap_width(lines + ["done"]) is None
+
+
+
+def _broken_after(whole: str, mark: str) -> list[str]:
+    """`whole` broken after `mark` at column 80, as a terminal 80 wide shows it."""
+    at = whole.index(mark) + len(mark)
+    head = whole[:at]
+    pad = 80 - len(head)
+    return [head[:head.index(" ") + 1] + "x" * pad + head[head.index(" ") + 1:], whole[at:]]
+
+
+@pytest.mark.parametrize("pieces", [
+    # after a dot inside a dotted name, after `=` in a key=value list, after a path's slash
+    _broken_after("RuntimeError: Attempting to deserialize object on CUDA device 1 but torch.cuda."
+                  "device_count() is 1. Please use torch.load with map_location", "torch.cuda."),
+    _broken_after("ValueError: Wrong number of updates: num_updates=10000, milestone=10000",
+                  "num_updates="),
+    _broken_after("OSError: [Errno 28] No space left on device: '/scratch/ckpt/global_step500/"
+                  "mp_rank_00_model_states.pt'", "global_step500/"),
+])
+def test_a_short_paste_wrapped_inside_a_token_at_punctuation_is_joined(pieces):
+    assert len(pieces[0]) == 80
+    text = "\n".join(["Loading extension module cpu_adam...", *pieces, "done"])
+    assert wrap_width(text.split("\n")) == 80
+    assert (2, "".join(pieces)) in _msgs(text)
+
+
+@pytest.mark.parametrize("lines", [
+    # a sentence that fills the column, then a new message with a capital
+    ["[INFO] Saving checkpoint to /scratch/ckpt".ljust(63, "x") + ": done in 12.4 s.",
+     "Loading extension module fused_adam..."],
+    # a dotted word that ends the line, then a new message with a capital
+    ["Successfully installed deepspeed-0.10.0 transformers-4.31.0".ljust(76, "x") + " v1.",
+     "Requirement already satisfied: torch"],
+    # a ruler of dots
+    ["." * 80, "step 1"],
+])
+def test_a_line_ending_in_punctuation_before_a_new_message_is_not_a_wrap(lines):
+    assert len(lines[0]) == 80 and lines[0].endswith(".")
+    assert wrap_width(lines + ["done"]) is None

@@ -240,3 +240,65 @@ def test_a_frames_only_diagnosis_points_at_the_raise_its_caller_and_the_start(tm
     d = diagnose_job([str(log)])
     assert d["rule"] == "config_json_syntax.hf_config_init_cut"
     assert [e["line"] for e in d["evidence"]] == [5, 4, 2, 3, 1]  # where it stops comes first
+
+
+TWINS = """\
+Traceback (most recent call last):
+  File "train_matching.py", line 150, in <module>
+Traceback (most recent call last):
+    train_model(args)
+  File "train_matching.py", line 150, in <module>
+  File "train_matching.py", line 70, in train_model
+    train_model(args)
+    assert args.batch_size % len(devices) == 0
+  File "train_matching.py", line 70, in train_model
+AssertionError
+    assert args.batch_size % len(devices) == 0
+AssertionError
+"""
+
+
+def test_two_unlabelled_copies_interleaved_line_by_line_are_one_exception():
+    (r,) = _records(TWINS)
+    assert (r.type, r.cut) == ("AssertionError", False)
+    assert [(f.line, f.source) for f in r.frames] == [
+        (150, "train_model(args)"), (70, "assert args.batch_size % len(devices) == 0")]
+
+
+def test_copies_one_frame_behind_give_each_frame_its_own_code_line():
+    text = """\
+[rank5]:   File "/work/safe-rlhf/test.py", line 88, in <module>
+[rank5]:     main()
+[rank5]:   File "/work/safe-rlhf/test.py", line 88, in <module>
+[rank5]:   File "/work/safe-rlhf/test.py", line 64, in main
+[rank5]:     main()
+[rank5]:     optimizer = FusedAdam(
+[rank5]:   File "/work/safe-rlhf/test.py", line 64, in main
+[rank5]:     optimizer = FusedAdam(
+"""
+    (r,) = _records(text)
+    assert r.cut and [f.source for f in r.frames] == ["main()", "optimizer = FusedAdam("]
+
+
+def test_a_new_traceback_after_a_cut_one_is_not_its_copy():
+    text = """\
+Traceback (most recent call last):
+  File "a.py", line 3, in <module>
+    f()
+  File "a.py", line 9, in f
+    g()
+  File "a.py", line 12, in g
+Traceback (most recent call last):
+  File "b.py", line 5, in <module>
+    h()
+KeyError: 'x'
+"""
+    cut, whole = _records(text)
+    assert cut.cut and [f.file for f in cut.frames] == ["a.py"] * 3
+    assert whole.type == "KeyError" and [f.source for f in whole.frames] == ["h()"]
+
+
+def test_interleaved_copies_are_diagnosed_by_their_frames(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text("Devices is:\n[0, 1, 3]\n" + TWINS)
+    assert diagnose_job([str(log)])["category"] == "batch_size_mismatch"
