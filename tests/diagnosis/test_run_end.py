@@ -82,3 +82,21 @@ def test_the_report_says_it_in_words():
     out = proc.stdout.decode()
     assert proc.returncode == 1
     assert "no failure found, but the log ends without the run finishing" in out
+
+
+HOST_FULL = ("[2023-04-20 19:03:19,578] [INFO] [utils.py:831:see_memory_usage] After creating fp32 partitions\n"
+             "[2023-04-20 19:03:19,581] [INFO] [utils.py:840:see_memory_usage] CPU Virtual Memory:  "
+             "used = 29.71 GB, percent = 95.3%\n")
+
+
+def test_a_log_that_stops_on_full_host_memory_is_host_oom(tmp_path):
+    path = tmp_path / "run.log"
+    path.write_text(HOST_FULL + "[2023-04-20 19:03:19,633] [INFO] [utils.py:831:see_memory_usage] Before init\n")
+    assert diagnose_job([str(path)])["rule"] == "host_oom.host_memory_nearly_full_at_end"
+    # the run went on past the reading: healthy
+    path.write_text(HOST_FULL + STEPS * 5)
+    assert diagnose_job([str(path)])["category"] == "none"
+    # an exception no rule explains comes after it: that is the failure
+    path.write_text(HOST_FULL + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                    "KeyError: 'labels'\n")
+    assert diagnose_job([str(path)])["category"] == "unknown"
