@@ -22,6 +22,10 @@ A rule's optional `structure:` block holds conditions on one exception (classifi
   message          regex searched in the message; its named groups become facts
   cut              true: only a traceback that stops before its message (what the frames
                    prove only when no message says otherwise)
+  training_run     true: only inside a distributed run (the exception's own rank label, or a
+                   launcher, DeepSpeed or rank line before it, with no training step between),
+                   whatever the frames say: a script's own `config = json.load(f)` is the
+                   DeepSpeed config under a launcher, a stand-alone tool's settings elsewhere
 
 A rule with patterns and a structure block fires where a pattern matches the exception line
 of an exception that meets the conditions. A rule with a structure block and no patterns
@@ -43,8 +47,9 @@ if TYPE_CHECKING:
     from classifier.diagnosis.traceback import Frame, Raised
     from classifier.rules.model import Rule
 
-# A line that only a distributed training run prints: DeepSpeed's name, a launcher's, a rank's.
-_TRAINING_RUN = re_compile(r"(?i)deepspeed|torchrun|torch\.distributed|accelerate|local_rank|"
+# A line that only a distributed training run prints: DeepSpeed's name, a launcher's (torchrun's
+# glog-style warnings name `torch/distributed/run.py`), a rank's.
+_TRAINING_RUN = re_compile(r"(?i)deepspeed|torchrun|torch[./]distributed|accelerate|local_rank|"
                            r"\bnccl\b|world_size|\[rank\d")
 # NCCL INFO lines printed once a communicator is built (2.x wordings).
 _COMM_BUILT = re_compile(r"Init COMPLETE|Connected all (?:rings|trees)|NCCL INFO Channel \d+/\d+ ?:|"
@@ -78,6 +83,8 @@ def meets(structure: dict, raised: "Raised", training_job: bool = True) -> dict 
     frames = _frames(raised)
     facts = {}
     if "cut" in structure and raised.cut != structure["cut"]:
+        return None
+    if structure.get("training_run") and not training_job:
         return None
     if "exception" in structure:
         if not raised.type or not structure["exception"].search(raised.type):
@@ -200,10 +207,11 @@ def keep_hit(hit: Hit, by_line: dict, training_at=None) -> bool:
     # words (hjson, which only DeepSpeed's config reader uses).
     if set(structure) <= {"not_called_from"}:
         return True
-    if not set(structure) <= {"not_called_from", "config_loader"}:
+    if not set(structure) <= {"not_called_from", "config_loader", "training_run"}:
         return False
-    return _at(training_at, hit.lines[0] if hit.lines else None) or \
-        any(p.search(line.msg) for p in structure["config_loader"] for line in hit.lines)
+    training = _at(training_at, hit.lines[0] if hit.lines else None)
+    return training or not structure.get("training_run") and \
+        any(p.search(line.msg) for p in structure.get("config_loader", ()) for line in hit.lines)
 
 
 def index_by_line(records: list["Raised"]) -> dict:

@@ -137,7 +137,7 @@ def file_examples(path: str) -> dict[str, Any]:
 
 STRUCTURE_LISTS = ("raised_in", "called_from", "not_called_from", "config_loader")
 STRUCTURE_ONE = ("exception", "innermost", "source", "raised_source", "message")
-STRUCTURE_FLAGS = ("cut",)
+STRUCTURE_FLAGS = ("cut", "training_run")
 
 
 def compile_structure(data: dict) -> dict:

@@ -82,3 +82,52 @@ def test_the_report_says_it_in_words():
     out = proc.stdout.decode()
     assert proc.returncode == 1
     assert "no failure found, but the log ends without the run finishing" in out
+
+
+HOST_FULL = ("[2023-04-20 19:03:19,578] [INFO] [utils.py:831:see_memory_usage] After creating fp32 partitions\n"
+             "[2023-04-20 19:03:19,581] [INFO] [utils.py:840:see_memory_usage] CPU Virtual Memory:  "
+             "used = 29.71 GB, percent = 95.3%\n")
+
+
+def test_a_log_that_stops_on_full_host_memory_is_host_oom(tmp_path):
+    path = tmp_path / "run.log"
+    path.write_text(HOST_FULL + "[2023-04-20 19:03:19,633] [INFO] [utils.py:831:see_memory_usage] Before init\n")
+    assert diagnose_job([str(path)])["rule"] == "host_oom.host_memory_nearly_full_at_end"
+    # the run went on past the reading: healthy
+    path.write_text(HOST_FULL + STEPS * 5)
+    assert diagnose_job([str(path)])["category"] == "none"
+    # an exception no rule explains comes after it: that is the failure
+    path.write_text(HOST_FULL + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                    "KeyError: 'labels'\n")
+    assert diagnose_job([str(path)])["category"] == "unknown"
+
+
+SSH_LOGIN = ("debug1: Connecting to worker-2 [10.0.0.12] port 22.\n"
+             "debug1: Server host key: ssh-ed25519 SHA256:Qm3xv0aQ\n"
+             "debug1: SSH2_MSG_NEWKEYS received\n"
+             "debug1: Authentications that can continue: publickey,password\n"
+             "debug1: Next authentication method: publickey\n"
+             "debug1: Offering public key: /root/.ssh/id_ed25519 ED25519 SHA256:Zx9\n")
+SSH_SESSION = ("debug1: Server accepts key: /root/.ssh/id_ed25519 ED25519 SHA256:Zx9\n"
+               "debug1: Authentication succeeded (publickey).\n"
+               "Authenticated to worker-2 ([10.0.0.12]:22) using \"publickey\".\n"
+               "debug1: channel 0: new [client-session]\n"
+               "debug1: Requesting no-more-sessions@openssh.com\n"
+               "debug1: Entering interactive session.\n"
+               "debug1: pledge: network\n"
+               "debug1: Sending environment.\n"
+               "debug1: Sending env LANG = C.UTF-8\n"
+               "debug1: Sending command: hostname\n"
+               "worker-2\n"
+               "debug1: client_input_channel_req: channel 0 rtype exit-status reply 0\n"
+               "debug1: channel 0: free: client-session, nchannels 1\n"
+               "Transferred: sent 2644, received 2916 bytes, in 0.2 seconds\n"
+               "debug1: Exit status 0\n")
+
+
+def test_an_ssh_trace_that_stops_before_login_is_a_connection_failure(tmp_path):
+    path = tmp_path / "ssh.log"
+    path.write_text(SSH_LOGIN)
+    assert diagnose_job([str(path)])["rule"] == "connection_failure.ssh_debug_stops_before_login"
+    path.write_text(SSH_LOGIN + SSH_SESSION)
+    assert diagnose_job([str(path)])["category"] == "none"

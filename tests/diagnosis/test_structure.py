@@ -62,11 +62,18 @@ json.decoder.JSONDecodeError: Extra data: line 2 column 1 (char 1108)
     launched = ("[2024-03-01 10:00:00,000] [INFO] [launch.py:256:main] process 311 spawned with "
                 "command: ['/usr/bin/python', '-u', 'train.py', '--local_rank=0']\n")
     assert _diagnose(tmp_path, launched + app)["category"] == "unknown"
-    # ... but a script reading its own config is read as ds_config (a rank's own log file
-    # holds only its traceback).
+    # ... but a script reading its own config under a launcher, or on a rank's labelled lines,
+    # is read as ds_config; the same read with no distributed run around it is a stand-alone
+    # tool's own settings.
     own = app.replace("return json.load(f)", "config = json.load(f)")
     assert _diagnose(tmp_path, launched + own)["category"] == "config_json_syntax"
-    assert _diagnose(tmp_path, own)["category"] == "config_json_syntax"
+    ranked = "".join(f"[rank1]: {line}\n" for line in own.splitlines())
+    assert _diagnose(tmp_path, ranked)["category"] == "config_json_syntax"
+    assert _diagnose(tmp_path, own)["category"] == "unknown"
+    # a DeepSpeed script by its name reads the DeepSpeed config (a rank's own log file holds
+    # only its traceback)
+    named = own.replace("/srv/app/settings.py", "/work/ds_train.py")
+    assert _diagnose(tmp_path, named)["category"] == "config_json_syntax"
 
 
 def test_a_lone_decode_error_is_the_config_only_in_a_training_job_or_in_hjson_words(tmp_path):
