@@ -83,6 +83,13 @@ def _excluded(rule, text, budget):
 _WARNING_LINE = re_compile(r"^\S[^:]*\.py:\d+: (?:[A-Z]\w*)?Warning: ")
 
 
+def _near(rule, buf, i, budget):
+    """Does a `not_near` pattern match a line within CONTEXT_LINES before line i or the few
+    read ahead after it (a teardown line that says what the hit really was)?"""
+    return any(budget.search(p, buf[k].msg, rule.builtin) for k in range(max(0, i - CONTEXT_LINES), len(buf))
+               for p in rule.not_near)
+
+
 def _has_context(rule, buf, i, budget):
     for k in range(max(0, i - CONTEXT_LINES), i + 1):
         msg = buf[k].msg

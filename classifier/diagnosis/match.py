@@ -15,7 +15,8 @@ from classifier.precompiled import re_compile
 from classifier.diagnosis.budget import RegexBudget
 from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
 from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
-    CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, is_code, match_start)
+    CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, _near, is_code,
+    match_start)
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
@@ -256,6 +257,8 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             if rule.exclude and _excluded(rule, text, budget):
                 continue
             if rule.context and not _has_context(rule, buf, i, budget):
+                continue
+            if rule.not_near and _near(rule, buf, i, budget):
                 continue
             seen.add(key)
             facts = {k: v.strip() for k, v in m.groupdict().items() if v and v.strip()}
