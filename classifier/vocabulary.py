@@ -202,6 +202,58 @@ OTHER_FAILURE_TERMS = (
          raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:[^(\n]|$)", gate_needs=("error", "exception"),
          scan=(r"(?:Error|Exception)(?:[^(\n]|$)",)),
 )
+# Lines that say the job failed, read by the failure signals alone: the fallback model's region
+# (region.py) starts at OTHER_FAILURE, as it did when the shipped model was trained.
+_LOWER_ERRORS = ("value", "type", "key", "index", "attribute", "assertion", "runtime", "import", "syntax",
+                 "modulenotfound", "filenotfound", "name", "notimplemented", "zerodivision", "os", "eof",
+                 "permission", "recursion", "memory", "overflow", "unicodedecode", "jsondecode", "lookup",
+                 "connection", "timeout", "unboundlocal", "distbackend", "outofmemory")
+EVIDENCE_TERMS = (
+    # a paste lower-cased whole: `traceback (most recent call last):`, `file "x.py", line 3, in f`,
+    # Python's own exception names (`valueerror:multidatasettrainer:...`)
+    Term(rf"^traceback \(most recent call last\)|\bfile \"[^\"]+\", line \d+, in "
+         rf"|^(?:[a-z_]\w{{0,63}}\.){{0,16}}(?:{'|'.join(_LOWER_ERRORS)})error(?::|$)",
+         ("traceback (most recent", 'file "') + tuple(n + "error" for n in _LOWER_ERRORS),
+         raw=rf"traceback \(most|file (?:\\?\"|&quot;|&#34;|“|”)|(?:{'|'.join(_LOWER_ERRORS)})error"),
+    # rich's `│ ❱ 2806 │` frame arrow with its box characters lost to U+FFFD: `� � 2806 �`
+    Term("^\ufffd \ufffd {0,6}\\d{1,6} \ufffd", ("\ufffd \ufffd",), raw="\ufffd \ufffd"),
+    # CPython's wording of its commonest TypeError / AttributeError / NameError, pasted without
+    # the type (a title, a `print(e)`): `__init__() got an unexpected keyword argument 'gpus'`,
+    # `Trainer.fit() missing 1 required positional argument: 'model'`, `'NoneType' object has
+    # no attribute 'shape'`, `'int' object is not subscriptable`, `name 'np' is not defined`
+    Term(r"^[\w.<>]{1,200}\(\) (?:got an unexpected keyword argument '|missing \d+ required (?:positional|keyword-only)"
+         r" arguments?: '|takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:were|was) given"
+         r"|got multiple values for argument ')|^(?:'[\w.]{1,200}' object|module '[\w.]{1,200}'"
+         r"|type object '[\w.]{1,200}') has no attribute '|^'[\w.]{1,200}' object is not (?:subscriptable"
+         r"|callable|iterable)\b|^name '\w{1,200}' is not defined\b",
+         ("argument", "has no attribute", "object is not", "is not defined"),
+         raw=r"\(\) (?:got|missing|takes) |has no attribute '|object is not |is not defined"),
+    # c10's C++ backtrace under a torch error whose message the paste lost (`frame #3: f + 0x2c
+    # (0x7f3a in /x/libc10.so)`; a video pipeline's `frame #12: 0.03 s` is not one)
+    Term(r"Exception raised from \S+ at \S+:\d+|^frame #\d{1,4}: [^\n]{0,2000}?\(0x[0-9a-f]{1,16} in ",
+         ("exception raised from", "frame #"), raw="Exception raised from|frame #"),
+    # Python's faulthandler (a fatal signal, a hang dump) and py-spy's dump of a stuck process
+    Term(r"^(?:Current thread|Thread) 0x[0-9a-f]{1,16} \(most recent call first\)"
+         r"|^Thread (?:0x[0-9a-fA-F]{1,16}|\d{1,10}) \((?:active|idle)(?:\+gil)?\): \"",
+         ("most recent call first", "(active", "(idle"),
+         raw=r"most recent call first|Thread (?:0x[0-9a-fA-F]+|[0-9]+) \((?:active|idle)"),
+    # launchers tearing a failed job down: DeepSpeed's (its sigkill_handler runs only on a failure
+    # or a signal), torchelastic's (workers still running when the group ends), Open MPI's, Horovod's
+    Term(r"\bKilling subprocess \d+|Sending process \d+ closing signal SIG[A-Z]+|\bexited on signal [1-9]"
+         r"|\bexit with status code -?[1-9]",
+         ("killing subprocess", "closing signal", "exited on signal", "exit with status code"),
+         raw="Killing subprocess|closing signal SIG|exited on signal|exit with status code"),
+    # ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG=DETAIL) of the collectives ranks run
+    Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",),
+         raw="mismatch between collectives"),
+    # end-of-job records: a PBS/Torque mail, SGE's accounting, `scontrol show job`, a pod's status
+    Term(r"\bExit_status=-?[1-9]|^exit_status\s{1,40}-?[1-9]|^failed\s{1,40}[1-9]\d{0,3}\s{1,10}:\s"
+         r"|\bExitCode=(?:[1-9]\d{0,2}:\d|0:[1-9])|\bexitCode\"?:\s{0,4}-?[1-9]|CrashLoopBackOff"
+         r"|Back-off restarting failed container|BackoffLimitExceeded",
+         ("exit_status", "failed", "exitcode", "crashloopbackoff", "back-off restarting", "backofflimitexceeded"),
+         raw=r"[Ee]xit_status|failed[\t ]+[1-9]|ExitCode=|exitCode|CrashLoopBackOff|Back-off restarting"
+             r"|BackoffLimitExceeded"),
+)
 # Lines only a job that finished prints. A failure marker followed by one of these in the same
 # file was survived (a caught exception, a retried upload), not fatal.
 SUCCESS_TERMS = (
@@ -331,14 +383,16 @@ class _Hint:
 EXCEPTION_LINE = _any(EXCEPTION_TERMS)
 ECHO = _any(ECHO_TERMS)
 OTHER_FAILURE = _any(OTHER_FAILURE_TERMS)
+EVIDENCE = _any(EVIDENCE_TERMS)
 SUCCESS = _any(SUCCESS_TERMS)
 # Every line OTHER_FAILURE or SUCCESS matches holds one of their gates (tests/test_vocabulary.py):
 # one search of the lower-cased line spares the two alternations on most lines.
-MARKER_HINT = _Hint(SUCCESS_TERMS, OTHER_FAILURE_TERMS)
+MARKER_HINT = _Hint(SUCCESS_TERMS, OTHER_FAILURE_TERMS + EVIDENCE_TERMS)
 # The exception type named anywhere in a line (triage groups unexplained failures by it).
 EXCEPTION_TYPE = re_compile(rf"\b([A-Za-z_][\w.]*{_SUFFIX})\b")
 
-ALL_TERMS = EXCEPTION_TERMS + ECHO_TERMS + OTHER_FAILURE_TERMS + SUCCESS_TERMS + ROOT_CAUSE_TERMS
+ALL_TERMS = (EXCEPTION_TERMS + ECHO_TERMS + OTHER_FAILURE_TERMS + EVIDENCE_TERMS + SUCCESS_TERMS
+             + ROOT_CAUSE_TERMS)
 # What the prefilter must find to keep a line (the rules' own keywords join these).
 SELECT_LITERALS = tuple(sorted({g for t in ALL_TERMS for g in t.gates}))
 SELECT_PATTERNS = tuple(sorted({t.gate_pattern for t in ALL_TERMS if t.gate_pattern}))
