@@ -73,7 +73,7 @@ def test_every_term_match_holds_its_gate():
                     assert any(g in low for g in term.gates) or (
                         term.gate_pattern and re.search(term.gate_pattern, low)), (term, line.msg)
             if line.msg and (vocabulary.SUCCESS.search(line.msg) or vocabulary.OTHER_FAILURE.search(line.msg)
-                             or vocabulary.EVIDENCE.search(line.msg)):
+                             or vocabulary.EVIDENCE.search(line.msg) or vocabulary.AFTERMATH.search(line.msg)):
                 # signals.py asks MARKER_HINT first and skips both alternations without it
                 assert vocabulary.MARKER_HINT.search(line.msg.lower()), line.msg
 
