@@ -202,6 +202,57 @@ OTHER_FAILURE_TERMS = (
          raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:[^(\n]|$)", gate_needs=("error", "exception"),
          scan=(r"(?:Error|Exception)(?:[^(\n]|$)",)),
 )
+# Failure lines read by the failure signals alone (these and AFTERMATH_TERMS): the fallback
+# model's region (region.py) starts at OTHER_FAILURE, as when the shipped model was trained.
+_LOWER_ERRORS = ("value", "type", "key", "index", "attribute", "assertion", "runtime", "import", "syntax", "os",
+                 "modulenotfound", "filenotfound", "name", "notimplemented", "zerodivision", "eof", "permission",
+                 "recursion", "memory", "overflow", "unicodedecode", "jsondecode", "lookup", "connection",
+                 "timeout", "unboundlocal", "distbackend", "outofmemory")
+EVIDENCE_TERMS = (
+    # a paste lower-cased whole: its traceback header, frames, Python's exception names (`valueerror:x`)
+    Term(rf"^traceback \(most recent call last\)|\bfile \"[^\"]+\", line \d+, in "
+         rf"|^(?:[a-z_]\w{{0,63}}\.){{0,16}}(?:{'|'.join(_LOWER_ERRORS)})error(?::|$)",
+         ("traceback (most recent", 'file "') + tuple(n + "error" for n in _LOWER_ERRORS),
+         raw=rf"traceback \(most|file (?:\\?\"|&quot;|&#34;|“|”)|(?:{'|'.join(_LOWER_ERRORS)})error"),
+    # rich's `│ ❱ 2806 │` frame arrow with its box characters lost to U+FFFD: `� � 2806 �`
+    Term("^\ufffd \ufffd {0,6}\\d{1,6} \ufffd", ("\ufffd \ufffd",), raw="\ufffd \ufffd"),
+    # CPython's commonest TypeError / AttributeError / NameError messages without their type (a
+    # title, a `print(e)`): `__init__() got an unexpected keyword argument 'gpus'`, `f() missing 1
+    # required positional argument: 'x'`, `'NoneType' object has no attribute 'shape'`
+    Term(r"^[\w.<>]{1,200}\(\) (?:got an unexpected keyword argument '|missing \d+ required (?:positional|keyword-only)"
+         r" arguments?: '|takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:were|was) given"
+         r"|got multiple values for argument ')|^(?:'[\w.]{1,200}' object|module '[\w.]{1,200}'"
+         r"|type object '[\w.]{1,200}') has no attribute '|^'[\w.]{1,200}' object is not (?:subscriptable"
+         r"|callable|iterable)\b|^name '\w{1,200}' is not defined\b",
+         ("argument", "has no attribute", "object is not", "is not defined"),
+         raw=r"\(\) (?:got|missing|takes) |has no attribute '|object is not |is not defined"),
+    # ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG=DETAIL) of the collectives ranks run
+    Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",),
+         raw="mismatch between collectives"),
+)
+# What a failure leaves behind: the job failed, not why (the evidence line only when nothing says more).
+AFTERMATH_TERMS = (
+    # c10's C++ backtrace (`frame #3: f + 0x2c (0x7f3a in /x/libc10.so)`, not a video's `frame #12:`)
+    Term(r"Exception raised from \S+ at \S+:\d+|^frame #\d{1,4}: [^\n]{0,2000}?\(0x[0-9a-f]{1,16} in ",
+         ("exception raised from", "frame #"), raw="Exception raised from|frame #"),
+    # Python's faulthandler (a fatal signal, a hang dump) and py-spy's dump of a stuck process
+    Term(r"^(?:Current thread|Thread) 0x[0-9a-f]{1,16} \(most recent call first\)"
+         r"|^Thread (?:0x[0-9a-fA-F]{1,16}|\d{1,10}) \((?:active|idle)(?:\+gil)?\): \"",
+         ("most recent call first", "(active", "(idle"),
+         raw=r"most recent call first|Thread (?:0x[0-9a-fA-F]+|[0-9]+) \((?:active|idle)"),
+    # launchers tearing a job down after a failure or a signal: DeepSpeed, torchelastic, Open MPI, Horovod
+    Term(r"\bKilling subprocess \d+|Sending process \d+ closing signal SIG[A-Z]+|\bexited on signal [1-9]"
+         r"|\bexit with status code -?[1-9]",
+         ("killing subprocess", "closing signal", "exited on signal", "exit with status code"),
+         raw="Killing subprocess|closing signal SIG|exited on signal|exit with status code"),
+    # end-of-job records: a PBS/Torque mail, SGE's accounting, `scontrol show job`, a pod's status
+    Term(r"\bExit_status=-?[1-9]|^exit_status\s{1,40}-?[1-9]|^failed\s{1,40}[1-9]\d{0,3}\s{1,10}:\s"
+         r"|\bExitCode=(?:[1-9]\d{0,2}:\d|0:[1-9])|\bexitCode\"?:\s{0,4}-?[1-9]|CrashLoopBackOff"
+         r"|Back-off restarting failed container|BackoffLimitExceeded",
+         ("exit_status", "failed", "exitcode", "crashloopbackoff", "back-off restarting", "backofflimitexceeded"),
+         raw=r"[Ee]xit_status|failed[\t ]+[1-9]|ExitCode=|exitCode|CrashLoopBackOff|Back-off restarting"
+             r"|BackoffLimitExceeded"),
+)
 # Lines only a job that finished prints. A failure marker followed by one of these in the same
 # file was survived (a caught exception, a retried upload), not fatal.
 SUCCESS_TERMS = (
@@ -246,7 +297,8 @@ ROOT_FIELD = re_compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
 ROOT_FIELD_LINES = 8
 
 class _Hint:
-    """Finds the gates of `success` and `failure` terms in a lower-cased line: a cheap first test.
+    """Finds the gates of each kind of terms (success, failure, ...) in a lower-cased line: a
+    cheap first test.
 
     `search` answers as the alternation of all the gates (`pattern`) would, but asks each
     literal with `in` and only then the few gate patterns: `re` tried every branch of the
@@ -256,8 +308,8 @@ class _Hint:
 
     __slots__ = ("pattern", "literals", "patterns", "_terms", "_of", "_split", "_plain", "_errors")
 
-    def __init__(self, success, failure):
-        terms = success + failure
+    def __init__(self, *kinds):
+        terms = sum(kinds, ())
         # Ties in a fixed order: the same pattern every run (classifier.precompiled keeps it).
         literals = sorted({g for t in terms for g in t.gates}, key=lambda g: (-len(g), g))
         needs = {t.gate_pattern: t.gate_needs for t in terms if t.gate_pattern}
@@ -271,11 +323,11 @@ class _Hint:
         self._plain = tuple(g for g in self.literals if "error" not in g)
         self.patterns = tuple((re_compile(p), needs[p]) for p in patterns)
         # Which terms a found literal (or gate pattern) may open: those with a gate holding it.
-        self._terms = (success, failure)
+        self._terms = kinds
         # A term's gates joined by NUL (in no gate): `key in joined` is `any(key in g ...)`
         # in one search, which every run's import asked ~2,000 times.
         joined = tuple(tuple(("\0".join(t.gates), t.gate_pattern) for t in kind)
-                       for kind in (success, failure))
+                       for kind in kinds)
         self._of = {key: tuple(tuple(i for i, (gates, pattern) in enumerate(kind)
                                      if key in gates or pattern == key)
                                for kind in joined)
@@ -298,9 +350,9 @@ class _Hint:
         needs = tuple(n for _, ns in self.patterns for n in ns)
         return self._plain + ("error",) + needs, tuple(p.pattern for p, ns in self.patterns if not ns)
 
-    def split(self, low: str) -> "tuple[tuple, tuple] | None":
-        """None when `low` holds no gate, else (success patterns, failure patterns): the terms
-        whose gate it holds, of which any line a term matches holds one (tests/test_vocabulary.py)."""
+    def split(self, low: str) -> "tuple[tuple, ...] | None":
+        """None when `low` holds no gate, else the patterns of each kind (success, failure, ...): the
+        terms whose gate it holds, of which any line a term matches holds one (test_vocabulary.py)."""
         keys = ()
         for literal in self._plain:
             if literal in low:
@@ -331,14 +383,17 @@ class _Hint:
 EXCEPTION_LINE = _any(EXCEPTION_TERMS)
 ECHO = _any(ECHO_TERMS)
 OTHER_FAILURE = _any(OTHER_FAILURE_TERMS)
+EVIDENCE = _any(EVIDENCE_TERMS)
+AFTERMATH = _any(AFTERMATH_TERMS)
 SUCCESS = _any(SUCCESS_TERMS)
 # Every line OTHER_FAILURE or SUCCESS matches holds one of their gates (tests/test_vocabulary.py):
 # one search of the lower-cased line spares the two alternations on most lines.
-MARKER_HINT = _Hint(SUCCESS_TERMS, OTHER_FAILURE_TERMS)
+MARKER_HINT = _Hint(SUCCESS_TERMS, OTHER_FAILURE_TERMS + EVIDENCE_TERMS, AFTERMATH_TERMS)
 # The exception type named anywhere in a line (triage groups unexplained failures by it).
 EXCEPTION_TYPE = re_compile(rf"\b([A-Za-z_][\w.]*{_SUFFIX})\b")
 
-ALL_TERMS = EXCEPTION_TERMS + ECHO_TERMS + OTHER_FAILURE_TERMS + SUCCESS_TERMS + ROOT_CAUSE_TERMS
+ALL_TERMS = (EXCEPTION_TERMS + ECHO_TERMS + OTHER_FAILURE_TERMS + EVIDENCE_TERMS + AFTERMATH_TERMS
+             + SUCCESS_TERMS + ROOT_CAUSE_TERMS)
 # What the prefilter must find to keep a line (the rules' own keywords join these).
 SELECT_LITERALS = tuple(sorted({g for t in ALL_TERMS for g in t.gates}))
 SELECT_PATTERNS = tuple(sorted({t.gate_pattern for t in ALL_TERMS if t.gate_pattern}))

@@ -72,7 +72,8 @@ def test_every_term_match_holds_its_gate():
                     low = line.msg.lower()
                     assert any(g in low for g in term.gates) or (
                         term.gate_pattern and re.search(term.gate_pattern, low)), (term, line.msg)
-            if line.msg and (vocabulary.SUCCESS.search(line.msg) or vocabulary.OTHER_FAILURE.search(line.msg)):
+            if line.msg and (vocabulary.SUCCESS.search(line.msg) or vocabulary.OTHER_FAILURE.search(line.msg)
+                             or vocabulary.EVIDENCE.search(line.msg) or vocabulary.AFTERMATH.search(line.msg)):
                 # signals.py asks MARKER_HINT first and skips both alternations without it
                 assert vocabulary.MARKER_HINT.search(line.msg.lower()), line.msg
 
@@ -123,6 +124,39 @@ _SIGNAL_DEATHS = [
     "socket.gaierror: [Errno -2] Name or service not known",
     "socket.timeout: timed out",
     "struct.error: unpack requires a buffer of 4 bytes",
+    # a paste lower-cased whole; CPython's messages without their type
+    "valueerror:multidatasettrainer:onecyclelr:expected positive integer total_steps, but got 0",
+    "torch.cuda.outofmemoryerror",
+    "traceback (most recent call last):",
+    "__init__() got an unexpected keyword argument 'gpus'",
+    "Trainer.fit() missing 1 required positional argument: 'model'",
+    "forward() takes 2 positional arguments but 3 were given",
+    "'NoneType' object has no attribute 'shape'",
+    "module 'mylib' has no attribute 'helper'",
+    "'int' object is not subscriptable",
+    "name 'np' is not defined",
+    # rich's frame arrow with its box characters decoded as U+FFFD; c10's C++ backtrace
+    "\ufffd \ufffd 2806 \ufffd   \ufffd   strategy = self._get_padding_truncation_strategies(",
+    "Exception raised from forward at /src/custom_op.cpp:88 (most recent call first):",
+    "frame #3: c10d::ProcessGroupNCCL::workCleanupLoop() + 0x121 (0x7f3a2c in /x/torch/lib/libtorch_cuda.so)",
+    # stack dumps of a crashed or stuck process
+    "Current thread 0x00007f6b2c9f1740 (most recent call first):",
+    'Thread 0x7F6B2C9F1740 (active+gil): "MainThread"',
+    # launchers tearing a failed job down
+    "[2023-06-25 10:47:37,222] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 31472",
+    "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4121 closing signal SIGTERM",
+    "mpirun noticed that process rank 1 with PID 0 on node gpu2 exited on signal 6 (Aborted).",
+    "[1]<stderr>:Process 1 exit with status code 1.",
+    "Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+    "CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE), but Rank 1 is running collective: "
+    "CollectiveFingerPrint(SequenceNumber=12, OpType=BROADCAST).",
+    # batch systems' end-of-job records
+    "Exit_status=-11",
+    "exit_status  137                  (Killed)",
+    "   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=2:0",
+    "        exitCode: 1",
+    "  Warning  BackOff  3m (x20 over 8m)  kubelet  Back-off restarting failed container",
+    "trainer-0   0/1   CrashLoopBackOff   5   10m",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -135,6 +169,16 @@ _HEALTHY = [
     "INFO: fatal: errors are reported as FATAL lines; none so far",
     "val.error: 0.031",
     "train.timeout: 3600",
+    "Exit_status=0",
+    "exit_status  0",
+    "failed       0",
+    "   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0",
+    "        exitCode: 0",
+    "frame #12: decoded in 0.03 s",
+    "mean_value_error: 0.3",
+    "valueerror_rate: 0.0",
+    "CUDA_HOME is not defined, using /usr/local/cuda",
+    "the trainer takes 2 positional arguments",
 ]
 
 

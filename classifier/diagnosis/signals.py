@@ -33,7 +33,7 @@ def _matches(patterns, msg):
     return False
 
 
-SUCCESS, EXCEPTION, ECHOED, MARKER = 1, 2, 3, 4
+SUCCESS, EXCEPTION, ECHOED, MARKER, AFTERMATH = 1, 2, 3, 4, 5
 # The literals each test below needs (literals.py): a line whose mask lacks them is not asked.
 _MARKER_LITERALS, _MARKER_PATTERNS = MARKER_HINT.gate_parts()
 _B_MARKER = bits(*_MARKER_LITERALS, caseless=True) | bits(*_MARKER_PATTERNS, caseless=True, regex=True)
@@ -43,7 +43,8 @@ _B_ROOT = bits(ROOT_CAUSE)
 
 def _line_kind(msg: str, gist: str, bare: bool = False) -> int:
     """What a message says, a pure function of it: SUCCESS, EXCEPTION, ECHOED (an exception
-    line a launcher echoes), MARKER (another failure marker) or 0. `bare`: its literal mask
+    line a launcher echoes), MARKER (another failure marker), AFTERMATH (a line saying only that
+    the job failed: a teardown, a stack dump, an end-of-job record) or 0. `bare`: its literal mask
     says it holds no success / failure gate (the same answer, without asking)."""
     # Only the success / failure terms whose gates the line holds are searched: most
     # lines hold none (the same answer as SUCCESS / OTHER_FAILURE, at a fraction).
@@ -54,6 +55,8 @@ def _line_kind(msg: str, gist: str, bare: bool = False) -> int:
         return ECHOED if ECHO.search(msg) else EXCEPTION
     if hint is not None and _matches(hint[1], msg):
         return MARKER
+    if hint is not None and _matches(hint[2], msg):
+        return AFTERMATH
     return 0
 
 
@@ -71,6 +74,7 @@ class FailureSignals:
         self.last_echo = None          # last launcher echo, used only if nothing better
         self.last_marker = None        # last generic failure line (Traceback, exit code)
         self.first_marker = None       # first one: a task failing before a step was torn down
+        self.last_aftermath = None     # last line saying only that the job failed (vocabulary)
         self.root_rank = None
         self.root_exitcode = None
         self._root_left = 0
@@ -118,6 +122,8 @@ class FailureSignals:
         self._last_failure[line.source] = line.lineno
         if kind == ECHOED:
             self.last_echo = line
+        elif kind == AFTERMATH:
+            self.last_aftermath = line
         elif kind == EXCEPTION:
             self.last_exception = line
             if len(self.exceptions) < MAX_EXCEPTIONS:
@@ -150,4 +156,4 @@ class FailureSignals:
 
     def final_error(self) -> "Line | None":
         """The line that best states the failure when no rule explains it."""
-        return self.last_exception or self.last_echo or self.last_marker
+        return self.last_exception or self.last_echo or self.last_marker or self.last_aftermath

@@ -132,13 +132,15 @@ def test_the_witness_hints_hold_for_every_line_its_patterns_match(messages):
 
 
 def test_the_split_hint_finds_every_success_and_failure_marker(messages):
-    from classifier.vocabulary import MARKER_HINT, OTHER_FAILURE, SUCCESS
+    from classifier.vocabulary import AFTERMATH, EVIDENCE, MARKER_HINT, OTHER_FAILURE, SUCCESS
     extra = ["Process 7 exits successfully", "{'train_runtime': 1.0}", "train_runtime = 3",
              "Training completed. Do not forget", "F1203 12:00:01.5 x.cc:3] Check", "Aborted",
              "srun: error: node1: task 0: Exited", "x)AssertionError: y", "❱ 12 foo()",
-             'File "a.py", line 3, in f', "Segmentation fault (core dumped)"]
+             'File "a.py", line 3, in f', "Segmentation fault (core dumped)",
+             "valueerror: x", "f() got an unexpected keyword argument 'a'", "Exit_status=1",
+             "\ufffd \ufffd 12 \ufffd foo()", "Sending process 9 closing signal SIGTERM"]
     for msg in list(messages) + extra:
         split = MARKER_HINT.split(msg.lower())
-        for n, whole in enumerate((SUCCESS, OTHER_FAILURE)):
+        for n, wholes in enumerate(((SUCCESS,), (OTHER_FAILURE, EVIDENCE), (AFTERMATH,))):
             gated = split is not None and any(p.search(msg) for p in split[n])
-            assert gated == (whole.search(msg) is not None), (n, msg)
+            assert gated == any(w.search(msg) is not None for w in wholes), (n, msg)
