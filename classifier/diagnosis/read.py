@@ -238,7 +238,11 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
         # The codec modules are imported only for input that needs them: most logs are text.
         if kind == "zstd":
             from classifier.diagnosis.zstd import ZstdReader
-            stream = ZstdReader(stream, display_name(path))
+            try:
+                stream = ZstdReader(stream, CHUNK)
+            except ImportError:
+                raise InputError(f"{display_name(path)}: zstd-compressed, and the zstandard "
+                                 f"package is missing (pip install zstandard)") from None
         elif kind == "gzip":
             from classifier.diagnosis.inflate import STREAM_ERRORS, gzip_reader
             stream = gzip_reader(stream)

@@ -1,7 +1,5 @@
 """Reading a zstd stream, as gzip.GzipFile reads a gzip one (read.byte_chunks' zstd input)."""
 
-from classifier.diagnosis.read import CHUNK, InputError
-
 ZSTD_READ = 1 << 16  # compressed bytes read at a time
 ZSTD_FEED = 256      # compressed bytes per decompress call: at most ~8 MiB out (zstd's limit)
 
@@ -10,13 +8,12 @@ class ZstdReader:
     """A zstd stream read like GzipFile: frames one after another (`cat a.zst b.zst`), and a
     stream that stops inside a frame raises EOFError (zstandard's own reader says nothing)."""
 
-    def __init__(self, raw, name):
-        try:
-            import zstandard
-        except ImportError:
-            raise InputError(f"{name}: zstd-compressed, and the zstandard package is missing "
-                             f"(pip install zstandard)") from None
+    def __init__(self, raw, chunk):
+        # read.py passes its chunk size (importing read here would make a cycle) and turns the
+        # ImportError of a missing zstandard into its one-line input error
+        import zstandard
         self._zstd = zstandard
+        self._chunk = chunk
         self._raw = raw
         self._obj = zstandard.ZstdDecompressor().decompressobj()
         self._in_frame = False
@@ -35,7 +32,7 @@ class ZstdReader:
                         raise EOFError("the last zstd frame is cut")
                     return b""
             out, size = [], 0
-            while self._pos < len(self._block) and size < CHUNK:
+            while self._pos < len(self._block) and size < self._chunk:
                 piece = self._block[self._pos:self._pos + ZSTD_FEED]
                 self._pos += len(piece)
                 try:
