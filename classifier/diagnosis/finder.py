@@ -90,6 +90,9 @@ class PurePythonFinder:
         return list(self.scan(chunk))
 
 
+JOIN_CHARS = 15_000  # of keyword gates an expression joins (HyperscanFinder.tables)
+
+
 def _on_match(gate_id, _from, to, _flags, found):
     found.append((to, gate_id))
 
@@ -122,19 +125,43 @@ class HyperscanFinder:
         self._new_scratch = lambda: hyperscan.Scratch(self._db)
 
     @staticmethod
-    def tables(gates: Iterable[Gate], scans: dict[str, Sequence[str]] | None) -> tuple:
+    def tables(gates: Iterable[Gate], scans: dict[str, Sequence[str]] | None,
+               keyword_gates: "set[str] | frozenset[str]" = frozenset()) -> tuple:
         """(expressions, their reach, the gate each must check or None): what a finder is
-        built from, plain data that the cache keeps (make_finder)."""
+        built from, plain data that the cache keeps (make_finder).
+
+        `keyword_gates` (match.keyword_gate's, which end in their keyword) are joined, by
+        reach, into expressions that run on to the end of the line: Hyperscan reports one
+        match per expression and end, so a line with several keywords costs one report
+        where it cost one each, and each report is a Python call that waits for the GIL
+        (the keyword-dense log: two a line)."""
         reach = {}
         for _, _, gate, gate_reach in gates:
             reach[gate] = _widest(reach.get(gate), gate_reach)
         expressions, reaches, checks = [], [], []
+        joined: dict[Reach, list[str]] = {}
         for gate, gate_reach in reach.items():
             forms = (scans or {}).get(gate)
+            if not forms and gate in keyword_gates and "\n" not in gate:
+                joined.setdefault(gate_reach, []).append(gate)
+                continue
             for form in forms or (gate,):
                 expressions.append(form)
                 reaches.append(gate_reach)
                 checks.append(gate if forms else None)
+        for gate_reach, group in joined.items():
+            # Hyperscan limits an expression's length (16,000 characters).
+            parts, size = [[]], 0
+            for gate in group:
+                if size + len(gate) > JOIN_CHARS and parts[-1]:
+                    parts.append([])
+                    size = 0
+                parts[-1].append(f"(?:{gate})")
+                size += len(gate) + 5
+            for part in parts:
+                expressions.append(f"(?:{'|'.join(part)})[^\\n]*$")
+                reaches.append(gate_reach)
+                checks.append(None)
         return expressions, reaches, checks
 
     def scan(self, chunk: bytes) -> dict[int, Reach]:
@@ -296,18 +323,21 @@ def make_finder(keywords: "Iterable[tuple] | Callable[[], Iterable[tuple]]",
                 key = None
             except Exception:  # noqa: BLE001 - damaged tables: build them below
                 pass
-    gates, terms = [], tuple(terms)
-    for spec in sorted(set(keywords() if callable(keywords) else keywords)):
-        text, exact, before, after = spec if len(spec) == 4 else (*spec, NEAR, NEAR)
-        gates.append((text.lower(), None, keyword_gate(text, exact), (before, after)))
+    specs = sorted({spec if len(spec) == 4 else (*spec, NEAR, NEAR)
+                    for spec in (keywords() if callable(keywords) else keywords)})
+    term_gates = []
     for term in terms:
         for literal in term.gates:
-            gates.append((literal, None, term.raw_gate, (NEAR, AFTER)))
+            term_gates.append((literal, None, term.raw_gate, (NEAR, AFTER)))
         if term.gate_pattern:
-            gates.append((None, term.gate_pattern, term.raw_gate, (NEAR, AFTER)))
+            term_gates.append((None, term.gate_pattern, term.raw_gate, (NEAR, AFTER)))
     if engine in ("auto", "hyperscan"):
         try:
-            tables = HyperscanFinder.tables(gates, {t.raw_gate: t.scan for t in terms if t.scan})
+            kept = [(text.lower(), None, keyword_gate(text, exact), (before, after))
+                    for text, exact, before, after in _uncovered(specs)]
+            tables = HyperscanFinder.tables(kept + term_gates,
+                                            {t.raw_gate: t.scan for t in terms if t.scan},
+                                            {gate for _, _, gate, _ in kept})
             found = HyperscanFinder(tables=tables)
             if key:
                 from classifier.rules.cache import write_cached
@@ -316,7 +346,34 @@ def make_finder(keywords: "Iterable[tuple] | Callable[[], Iterable[tuple]]",
         except ImportError:
             if engine == "hyperscan":
                 raise
-    return PurePythonFinder(gates)
+    return PurePythonFinder([(text.lower(), None, keyword_gate(text, exact), (before, after))
+                             for text, exact, before, after in specs] + term_gates)
+
+
+def _covers(a: tuple, b: tuple) -> bool:
+    """Whether keyword spec `a`'s gate (match.keyword_gate) finds every line `b`'s finds, with
+    as much reach: `a` occurs in `b` where a word starts, in a case `a` accepts."""
+    (ta, ea, ba, aa), (tb, eb, bb, ab) = a, b
+    if ba < bb or aa < ab or (ea and not eb) or not (ta.isascii() and tb.isascii()):
+        return False
+    hay, needle = (tb, ta) if ea else (tb.lower(), ta.lower())
+    p = hay.find(needle)
+    while p >= 0:
+        # At b's start a's alternatives are b's; inside b, the byte before must be one that
+        # a's `[^A-Za-z0-9]` takes. A keyword that starts with no letter or digit is unbounded.
+        if p == 0 or not ta[0].isalnum() or not (hay[p - 1].isascii() and hay[p - 1].isalnum()):
+            return True
+        p = hay.find(needle, p + 1)
+    return False
+
+
+def _uncovered(specs: list[tuple]) -> list[tuple]:
+    """`specs` less those another one covers (_covers): a line holding `connection refused`
+    is found by `connection` alone, and each extra match Hyperscan reports is a Python call."""
+    shortest = sorted(specs, key=lambda s: len(s[0]))
+    return [b for b in specs if not any(a is not b and len(a[0]) <= len(b[0]) and _covers(a, b)
+                                        and not (len(a[0]) == len(b[0]) and _covers(b, a) and a > b)
+                                        for a in shortest)]
 
 
 def _tables_key(version: str) -> str:
