@@ -21,15 +21,17 @@ MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too lit
 # A line opening on a quote is a source line's string (a message spread over lines) unless it is
 # a JSON key or a quoted exception line, as printed lists and JSON arrays of errors show them
 # (`'RuntimeError: Address already in use', 'RuntimeError: NCCL error ...'`), Python's own
-# message (`'NoneType' object has no attribute 'x'`) or torch's (`"op" not implemented for
-# 'Half'`); right under a traceback's frame head, though, a quoted line is the frame's source
-# (is_code).
+# message (`'NoneType' object has no attribute 'x'`), torch's (`"op" not implemented for
+# 'Half'`) or cmd.exe's (`'nvcc' is not recognized ...`); right under a traceback's frame head,
+# though, a quoted line is the frame's source (is_code).
 _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|"""
                         r"""f?["'](?![\w.-]{1,40}["']\s?:\s)(?![\w.]{0,80}(?:Error|Exception):\s)"""
                         # Python's own `'NoneType' object has no attribute 'x'` is a message
                         r"""(?![\w.]{1,60}' object (?:has no attribute|is not (?:callable|subscriptable|iterable)))"""
                         # and torch's dispatcher: `"addmm_impl_cpu_" not implemented for 'Half'`
-                        r"""(?!\w{1,80}" not implemented for ')""")
+                        r"""(?!\w{1,80}" not implemented for ')"""
+                        # and Windows' command interpreter: `'nvcc' is not recognized as an ...`
+                        r"""(?![^"'\n]{1,200}["'] is not recognized as an internal or external command)""")
 _QUOTED = re_compile(r"""f?["']""")
 # An issue title often joins the raise line to the exception it printed (`raise OSError('CUDA_HOME
 # is not set. ' OSError: CUDA_HOME is not set.`): after the closing quote it is output again.
