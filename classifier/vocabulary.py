@@ -236,8 +236,10 @@ EVIDENCE_TERMS = (
     # is peeled by normalize.py); pip's bare `ERROR: ` is left out, its resolver note is harmless
     Term(r"^(?:ERROR|CRITICAL):[\w.]{0,200}:|^\[(?:ERROR|CRITICAL)(?:\]\s|\|[\w.-]{1,200}:\d{1,6}\])"
          r"|^(?:[\w.]{1,200} - )?(?:ERROR|CRITICAL) - |^(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
-         r"|\bAn error has been caught in function '",  # loguru's logger.catch
-         ("error", "critical"), raw="ERROR|CRITICAL|error has been caught"),
+         r"|\bAn error has been caught in function '"  # loguru's logger.catch
+         # a JSON logger's record and a CLI's own `Error: <why>` (click, docker, a script's exit)
+         r"|\"(?:level|levelname|severity)\"\s{0,4}:\s{0,4}\"(?i:error|critical|fatal)\"|^Error: (?!None\b)[A-Za-z]",
+         ("error", "critical", "fatal"), raw=r'ERROR|CRITICAL|error has been caught|(?i:error|critical|fatal)\\?"|Error: '),
     # glog / c10 ERROR-severity lines (`E0301 10:05:11.223 42 api.py:869]`, `[E ProcessGroupNCCL.cpp:12]`);
     # not absl's `E0000 00:00:` lines printed before its log is set up (TF's cuDNN factory noise)
     Term(r"^\[?E(?!0000)\d{4} \d\d:\d\d:\d\d[.\d]{0,10}\s{1,8}\d{1,10} [^\s\]]{1,300}:\d{1,6}\]"
@@ -278,6 +280,16 @@ EVIDENCE_TERMS = (
          raw=r"same device|expected scalar type|mat1 and mat2|finished reduction|does not require grad|one of the "
              r"variables needed|backward through the graph|state_dict|size mismatch for|must match the size of tensor"
              r"|index out of range in self|and weight type|asynchronously reported|CUDA_LAUNCH_BLOCKING"),
+    # the shell's fatal-signal words in other locales (glibc's strsignal and bash's `core dumped`):
+    # zh_CN, ja, de, fr, es, ru, ko
+    Term(r"段错误|核心已转储|总线错误|非法指令|セグメンテーション違反|コアダンプ|(?i:speicherzugriffsfehler|speicherabzug"
+         r"|erreur de segmentation|violación de segmento|ошибка сегментирования)|세그멘테이션 오류|코어 덤프",
+         ("段错误", "核心已转储", "总线错误", "非法指令", "セグメンテーション違反", "コアダンプ", "speicherzugriffsfehler",
+          "speicherabzug", "erreur de segmentation", "violación de segmento", "сегментирования",
+          "세그멘테이션 오류", "코어 덤프"),
+         # (the finders fold only ASCII letters: no gate starts with a Cyrillic capital)
+         raw=r"段错误|核心已转储|总线错误|非法指令|セグメンテーション違反|コアダンプ|(?i:speicherzugriffsfehler|speicherabzug"
+             r"|erreur de segmentation|violaci)|сегментирования|세그멘테이션 오류|코어 덤프"),
     # build tools that stopped: make's `make[2]: *** [x.o] Error 1`, CMake, pip's build errors
     Term(r"^make(?:\[\d{1,3}\])?: \*\*\* \[[^\]]{1,300}\] Error [1-9]|^CMake Error\b"
          r"|^error: (?:legacy-install-failure|metadata-generation-failed|subprocess-exited-with-error)\b",
