@@ -16,6 +16,7 @@ finder, which then checks `raw`. Tests run every corpus line and rule example th
 import re
 from collections import namedtuple
 
+from classifier.diagnosis.hint import Hint
 from classifier.precompiled import re_compile
 
 # Python exception class names end in one of these (`RuntimeError`, `DistBackendError`,
@@ -185,7 +186,7 @@ OTHER_FAILURE_TERMS = (
     Term(r"\bNCCL [Ee]rror (?:at|in)\b", ("nccl error",), raw="NCCL [Ee]rror (?:at|in)"),
     Term(r"FAILED\b", ("failed",), raw=r"FAILED(?:[^A-Za-z0-9_]|$)"),
     # glog FATAL lines from C++ (`F1203 12:00:01.123 ...`): no word to gate on, only the shape.
-    Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"f\d{4} \d\d:\d\d:\d\d",
+    Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"[ef]\d{4} \d\d:\d\d:\d\d",
          raw=r"F\d{4} \d\d:\d\d:\d\d", scan=_each(r"F{}\d{3} \d\d:\d\d:\d\d", "0123456789")),
     # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
     Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)",
@@ -229,6 +230,75 @@ EVIDENCE_TERMS = (
     # ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG=DETAIL) of the collectives ranks run
     Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",),
          raw="mismatch between collectives"),
+    # A logger's ERROR / CRITICAL record with no exception line: logging's default format
+    # (`ERROR:root:`), DeepSpeed's `[ERROR] [launch.py:..]`, HF's `[ERROR|trainer.py:12]`,
+    # `name - ERROR - `, vLLM's `ERROR 11-12 22:04:23 file.py:1]` (a level after a timestamp
+    # is peeled by normalize.py); pip's bare `ERROR: ` is left out, its resolver note is harmless
+    Term(r"^(?:ERROR|CRITICAL):[\w.]{0,200}:|^\[(?:ERROR|CRITICAL)(?:\]\s|\|[\w.-]{1,200}:\d{1,6}\])"
+         r"|^(?:[\w.]{1,200} - )?(?:ERROR|CRITICAL) - |^(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
+         r"|\bAn error has been caught in function '"  # loguru's logger.catch
+         # a JSON logger's record and a CLI's own `Error: <why>` (click, docker, a script's exit)
+         r"|\"(?:level|levelname|severity)\"\s{0,4}:\s{0,4}\"(?i:error|critical|fatal)\"|^Error: (?!None\b)[A-Za-z]",
+         ("error", "critical", "fatal"), raw=r'ERROR|CRITICAL|error has been caught|(?i:error|critical|fatal)\\?"|Error: '),
+    # glog / c10 ERROR-severity lines (`E0301 10:05:11.223 42 api.py:869]`, `[E ProcessGroupNCCL.cpp:12]`);
+    # not absl's `E0000 00:00:` lines printed before its log is set up (TF's cuDNN factory noise)
+    Term(r"^\[?E(?!0000)\d{4} \d\d:\d\d:\d\d[.\d]{0,10}\s{1,8}\d{1,10} [^\s\]]{1,300}:\d{1,6}\]"
+         r"|^\[E [\w.-]{1,200}:\d{1,6}\]", ("[e ",), gate_pattern=r"[ef]\d{4} \d\d:\d\d:\d\d",
+         raw=r"E\d{4} \d\d:\d\d:\d\d|\[E [A-Za-z0-9_.-]+:[0-9]",
+         scan=_each(r"E{}\d{3} \d\d:\d\d:\d\d", "0123456789") + (r"\[E [A-Za-z0-9_.-]+:[0-9]",)),
+    # fatal-signal reports of C++ runtimes: glog's handler, TensorFlow's, UCX's, std::terminate
+    Term(r"^\*\*\* (?:Aborted at \d{1,12} \(unix time\)|SIG[A-Z]{2,8} \(@(?:0x)?[0-9a-f]{1,16}\) received by PID"
+         r"|Received signal \d{1,2} \*\*\*)|\bCaught signal \d{1,2} \([A-Z]|^==== backtrace \(tid:"
+         r"|terminate called (?:recursively|without an active exception)",
+         ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace",
+          "terminate called"), raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal"
+                                   r"|==== backtrace|terminate called"),
+    # MPI launchers' reports of a rank that failed: Open MPI, MPICH, Intel MPI (`=   EXIT CODE: 139`),
+    # the `Exit code:    1` field of Open MPI's summary and of `kubectl describe`, srun tearing
+    # a step down, Ray's driver re-raising a task's exception (`RayTaskError(ValueError): `)
+    Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"
+         r"|\bexiting improperly\b|^=?\s{0,8}(?:KILLED BY SIGNAL: \d|EXIT CODE: [1-9])|^Exit [Cc]ode:\s{1,40}[1-9]"
+         r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): ",
+         ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f",
+          "raytaskerror("),
+         raw=r"MPI_ABORT|MPI_Abort|BAD TERMINATION|exiting improperly|KILLED BY SIGNAL|EXIT CODE|Exit [Cc]ode:"
+             r"|srun: [Ff]|RayTaskError\("),
+    # torch's commonest error messages without their exception type (a title, a `print(e)`),
+    # and the advice every CUDA error ends with, pasted alone
+    Term(r"^Expected all tensors to be on the same device\b|^expected scalar type \w{1,40} but found \w"
+         r"|^mat1 and mat2 shapes cannot be multiplied|^Expected to have finished reduction in the prior iteration"
+         r"|^element \d{1,6} of tensors does not require grad|^one of the variables needed for gradient computation has"
+         r"|^Trying to backward through the graph a second time|^Error\(s\) in loading state_dict for "
+         r"|^(?:Missing|Unexpected) key\(s\) in state_dict: |^size mismatch for [\w.]{1,300}: copying a param with shape"
+         r"|^The size of tensor a \(\d{1,12}\) must match the size of tensor b|^index out of range in self\b"
+         r"|^Input type \([\w.]{1,60}\) and weight type \([\w.]{1,60}\) should be the same"
+         r"|^CUDA kernel errors might be asynchronously reported|^For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+         ("same device", "expected scalar type", "mat1 and mat2", "finished reduction", "does not require grad",
+          "one of the variables needed", "backward through the graph", "state_dict", "size mismatch for",
+          "must match the size of tensor", "index out of range in self", "and weight type", "asynchronously reported",
+          "cuda_launch_blocking"),
+         raw=r"same device|expected scalar type|mat1 and mat2|finished reduction|does not require grad|one of the "
+             r"variables needed|backward through the graph|state_dict|size mismatch for|must match the size of tensor"
+             r"|index out of range in self|and weight type|asynchronously reported|CUDA_LAUNCH_BLOCKING"),
+    # the shell's fatal-signal words in other locales (glibc's strsignal and bash's `core dumped`):
+    # zh_CN, ja, de, fr, es, ru, ko
+    Term(r"段错误|核心已转储|总线错误|非法指令|セグメンテーション違反|コアダンプ|(?i:speicherzugriffsfehler|speicherabzug"
+         r"|erreur de segmentation|violación de segmento|ошибка сегментирования)|세그멘테이션 오류|코어 덤프",
+         ("段错误", "核心已转储", "总线错误", "非法指令", "セグメンテーション違反", "コアダンプ", "speicherzugriffsfehler",
+          "speicherabzug", "erreur de segmentation", "violación de segmento", "сегментирования",
+          "세그멘테이션 오류", "코어 덤프"),
+         # (the finders fold only ASCII letters: no gate starts with a Cyrillic capital)
+         raw=r"段错误|核心已转储|总线错误|非法指令|セグメンテーション違反|コアダンプ|(?i:speicherzugriffsfehler|speicherabzug"
+             r"|erreur de segmentation|violaci)|сегментирования|세그멘테이션 오류|코어 덤프"),
+    # build tools that stopped: make's `make[2]: *** [x.o] Error 1`, CMake, pip's build errors
+    Term(r"^make(?:\[\d{1,3}\])?: \*\*\* \[[^\]]{1,300}\] Error [1-9]|^CMake Error\b"
+         r"|^error: (?:legacy-install-failure|metadata-generation-failed|subprocess-exited-with-error)\b",
+         ("*** [", "cmake error", "error: "),
+         raw=r"\*\*\* \[|CMake Error|error: (?:legacy|metadata|subprocess)"),
+    # an exception a logger or a message names after its own words (`Training failed: KeyError:
+    # 'x'`), not in a warning and not a code line's `except ValueError: pass`
+    Term(r"^(?!.{0,400}?(?:[Ww]arning|WARN))(?:.{0,400}?[^\w.])(?<!except )(?:[a-z_]\w{0,60}\.){0,8}"
+         r"[A-Z]\w{0,60}(?:Error|Exception): \S", ("error: ", "exception: "), raw="(?:Error|Exception): "),
 )
 # What a failure leaves behind: the job failed, not why (the evidence line only when nothing says more).
 AFTERMATH_TERMS = (
@@ -296,90 +366,6 @@ ROOT_CAUSE_TERMS = (Term(re.escape(ROOT_CAUSE), ("root cause",), raw="Root Cause
 ROOT_FIELD = re_compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
 ROOT_FIELD_LINES = 8
 
-class _Hint:
-    """Finds the gates of each kind of terms (success, failure, ...) in a lower-cased line: a
-    cheap first test.
-
-    `search` answers as the alternation of all the gates (`pattern`) would, but asks each
-    literal with `in` and only then the few gate patterns: `re` tried every branch of the
-    alternation at nearly every position (~10 us a line, a fifth of a small log's diagnosis).
-    `split` also says which terms' gates the line holds, so only their patterns are searched.
-    """
-
-    __slots__ = ("pattern", "literals", "patterns", "_terms", "_of", "_split", "_plain", "_errors")
-
-    def __init__(self, *kinds):
-        terms = sum(kinds, ())
-        # Ties in a fixed order: the same pattern every run (classifier.precompiled keeps it).
-        literals = sorted({g for t in terms for g in t.gates}, key=lambda g: (-len(g), g))
-        needs = {t.gate_pattern: t.gate_needs for t in terms if t.gate_pattern}
-        patterns = sorted(needs)
-        self.pattern = re_compile("|".join([re.escape(g) for g in literals] + patterns))
-        # A line holding a literal that contains another holds the shorter one too.
-        self.literals = tuple(g for g in reversed(literals)
-                              if not any(o != g and o in g for o in literals))
-        # Half of them hold `error`: asked only of a line that does (most lines do not).
-        self._errors = tuple(g for g in self.literals if "error" in g)
-        self._plain = tuple(g for g in self.literals if "error" not in g)
-        self.patterns = tuple((re_compile(p), needs[p]) for p in patterns)
-        # Which terms a found literal (or gate pattern) may open: those with a gate holding it.
-        self._terms = kinds
-        # A term's gates joined by NUL (in no gate): `key in joined` is `any(key in g ...)`
-        # in one search, which every run's import asked ~2,000 times.
-        joined = tuple(tuple(("\0".join(t.gates), t.gate_pattern) for t in kind)
-                       for kind in kinds)
-        self._of = {key: tuple(tuple(i for i, (gates, pattern) in enumerate(kind)
-                                     if key in gates or pattern == key)
-                               for kind in joined)
-                    for key in self.literals + tuple(patterns)}
-        self._split = {}  # the keys a line holds -> the patterns of the terms they open
-
-    def search(self, low: str) -> bool:
-        """Whether `low` holds a gate (what `self.pattern.search(low) is not None` says)."""
-        for literal in self.literals:
-            if literal in low:
-                return True
-        for pattern, needs in self.patterns:
-            if (not needs or any(n in low for n in needs)) and pattern.search(low) is not None:
-                return True
-        return False
-
-    def gate_parts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(literals, patterns): a lower-cased line holding none of the literals and matched
-        by none of the patterns is one `split` answers None for."""
-        needs = tuple(n for _, ns in self.patterns for n in ns)
-        return self._plain + ("error",) + needs, tuple(p.pattern for p, ns in self.patterns if not ns)
-
-    def split(self, low: str) -> "tuple[tuple, ...] | None":
-        """None when `low` holds no gate, else the patterns of each kind (success, failure, ...): the
-        terms whose gate it holds, of which any line a term matches holds one (test_vocabulary.py)."""
-        keys = ()
-        for literal in self._plain:
-            if literal in low:
-                keys += (literal,)
-        if "error" in low:
-            for literal in self._errors:
-                if literal in low:
-                    keys += (literal,)
-        for pattern, needs in self.patterns:
-            for n in needs:  # a loop, not any(): no generator on every line
-                if n in low:
-                    break
-            else:
-                if needs:
-                    continue
-            if pattern.search(low) is not None:
-                keys += (pattern.pattern,)
-        if not keys:
-            return None
-        found = self._split.get(keys)
-        if found is None:
-            found = self._split[keys] = tuple(
-                tuple(re_compile(kind[i].pattern) for i in sorted({i for k in keys for i in self._of[k][n]}))
-                for n, kind in enumerate(self._terms))
-        return found
-
-
 EXCEPTION_LINE = _any(EXCEPTION_TERMS)
 ECHO = _any(ECHO_TERMS)
 OTHER_FAILURE = _any(OTHER_FAILURE_TERMS)
@@ -388,7 +374,7 @@ AFTERMATH = _any(AFTERMATH_TERMS)
 SUCCESS = _any(SUCCESS_TERMS)
 # Every line OTHER_FAILURE or SUCCESS matches holds one of their gates (tests/test_vocabulary.py):
 # one search of the lower-cased line spares the two alternations on most lines.
-MARKER_HINT = _Hint(SUCCESS_TERMS, OTHER_FAILURE_TERMS + EVIDENCE_TERMS, AFTERMATH_TERMS)
+MARKER_HINT = Hint(SUCCESS_TERMS, OTHER_FAILURE_TERMS + EVIDENCE_TERMS, AFTERMATH_TERMS)
 # The exception type named anywhere in a line (triage groups unexplained failures by it).
 EXCEPTION_TYPE = re_compile(rf"\b([A-Za-z_][\w.]*{_SUFFIX})\b")
 
