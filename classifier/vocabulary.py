@@ -239,7 +239,8 @@ EVIDENCE_TERMS = (
          r"|\bAn error has been caught in function '"  # loguru's logger.catch
          # a JSON logger's record and a CLI's own `Error: <why>` (click, docker, a script's exit)
          r"|\"(?:level|levelname|severity)\"\s{0,4}:\s{0,4}\"(?i:error|critical|fatal)\"|^Error: (?!None\b)[A-Za-z]",
-         ("error", "critical", "fatal"), raw=r'ERROR|CRITICAL|error has been caught|(?i:error|critical|fatal)\\?"|Error: '),
+         ("error", "critical", "fatal"), raw=r"(?:ERROR|CRITICAL)(?::| - | \d\d-\d\d )|\[(?:ERROR|CRITICAL)[\]|]|error has been caught"
+         r'|(?i:level|levelname|severity)\\?"\s{0,4}:\s{0,4}\\?"(?i:error|critical|fatal)|Error: '),
     # glog / c10 ERROR-severity lines (`E0301 10:05:11.223 42 api.py:869]`, `[E ProcessGroupNCCL.cpp:12]`);
     # not absl's `E0000 00:00:` lines printed before its log is set up (TF's cuDNN factory noise)
     Term(r"^\[?E(?!0000)\d{4} \d\d:\d\d:\d\d[.\d]{0,10}\s{1,8}\d{1,10} [^\s\]]{1,300}:\d{1,6}\]"

@@ -182,6 +182,34 @@ def test_an_exception_repr_in_healthy_chatter_is_not_a_glued_name(monkeypatch, e
         assert any(glued.split("]: ")[-1] in text for text in texts), glued
 
 
+# Failure words in harmless places, as a big healthy job prints them (benchmarks/biglogs.py's
+# keyword-dense log): none of these lines is a failure, and none may be selected.
+HARMLESS = (
+    "[rank{r}]: NCCL_ASYNC_ERROR_HANDLING=1 TORCH_NCCL_ASYNC_ERROR_HANDLING=1 NCCL_TIMEOUT=1800",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING=3 CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_DEBUG=WARN",
+    "/usr/lib/python3/dist-packages/torch/utils/checkpoint.py:460: UserWarning: torch.utils.checkpoint: "
+    "the use_reentrant parameter should be passed explicitly; an error will be raised in a future release",
+    "{{'eval_loss': 1.{r}, 'eval_failed': 0, 'timeouts': 0, 'errors': 0, 'step': {r}}}",
+    "[rank{r}]: metrics: failed=0 skipped=0 exceptions=0 timeout_s=1800 error_rate=0.000",
+    "[rank{r}]: dataloader worker {r}: handled exception in prefetch (recovered), error count 0",
+    "wandb: WARNING Network error (ReadTimeout), entering retry loop.",
+    "[rank{r}]: NCCL WARN NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+    '{{"step": {r}, "level": "info", "error_count": 0, "msg": "checkpoint saved"}}',
+)
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_failure_words_in_harmless_places_select_nothing(monkeypatch, engine):
+    # A marker term whose gate was a bare `ERROR` selected every env echo of
+    # *_ASYNC_ERROR_HANDLING: the keyword-dense 1 GB log took 1.5x longer.
+    from classifier.diagnosis import prefilter
+    monkeypatch.setattr(prefilter, "HEAD", 0)
+    monkeypatch.setattr(prefilter, "TAIL", 0)
+    data = "".join(HARMLESS[i % len(HARMLESS)].format(r=i % 64) + "\n" for i in range(5000)).encode()
+    picked = [line.text for line in select_lines([data], "job.log", Warnings(), RULES.finder(engine))]
+    assert not picked, picked[:3]
+
+
 def _essence(result):
     """What a diagnosis decides: the cause, its rule and evidence, and what else was found."""
     return (result["category"], result.get("rule"), result.get("confidence"),
