@@ -46,14 +46,11 @@ class RuleError(Exception):
 def builtin_rules_dir() -> Path:
     """Locate the shipped rules: the repo's `rules/` in a checkout, package data when installed."""
     here = Path(__file__).resolve()
-    checkout = here.parents[2] / "rules"
-    if checkout.is_dir():
-        return checkout
-    # Installed as plain files (pip's usual): the package data beside this module. Only a
-    # zipped install needs importlib.resources, whose import costs ~5 ms of every run.
-    installed = here.parents[1] / "_rules"
-    if installed.is_dir():
-        return installed
+    # A checkout's, else the package data beside this module (importlib.resources, only for
+    # a zipped install: its import costs ~5 ms a run).
+    for found in (here.parents[2] / "rules", here.parents[1] / "_rules"):
+        if found.is_dir():
+            return found
     from importlib.resources import files
     return Path(str(files("classifier") / "_rules"))
 
