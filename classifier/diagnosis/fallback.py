@@ -37,7 +37,13 @@ _DS_CONFIG_READER = re.compile(r"(?i)(?<![a-z])(?:deepspeed|ds[ _]?config|hjson|
 # collator): scheduler_config had learnt the wording from `step() missing ... 'metrics'`.
 _SCHEDULE = re.compile(r"(?i)(?<![a-z])(?:schedul\w{0,20}|lr|warm_?up|learning|decay|cosine|"
                        r"milestones?|steps?|epochs?|metrics?|iters?|iterations?|updates?)(?![a-z])")
-NEEDS = {"gpu_oom": _DEVICE, "config_json_syntax": _DS_CONFIG_READER, "scheduler_config": _SCHEDULE}
+# A port in use is told by its address, its port, its bind or errno: the frames around it (a
+# store's constructor, mp.spawn joining its children) are also those of a peer out of reach
+# and of a run interrupted with Ctrl-C, which the model had named port_conflict out of fold.
+_ADDRESS = re.compile(r"(?i)(?<![a-z])(?:address\w{0,2}|addr|ports?|bind|listen\w{0,3}|eaddrinuse|"
+                      r"in use|errno[: ]{0,2}(?:98|48|10048)|socket)(?![a-z])")
+NEEDS = {"gpu_oom": _DEVICE, "config_json_syntax": _DS_CONFIG_READER, "scheduler_config": _SCHEDULE,
+         "port_conflict": _ADDRESS}
 # A package that is not installed at all is no mismatch of installed versions: `No module named
 # 'peft'` (a top-level name; `transformers.deepspeed`, a module a release moved, still may be) or
 # "requires the following packages that were not found". The missing-package cases are

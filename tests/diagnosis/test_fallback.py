@@ -163,6 +163,20 @@ def test_a_package_not_installed_is_no_version_mismatch():
         assert model.answer(model_text([moved]))[0] == "version_mismatch", moved
 
 
+def test_a_port_conflict_is_named_only_where_an_address_or_port_is():
+    from classifier.diagnosis.region import model_text
+    model = _sure_of("port_conflict", "keyboardinterrupt", "runtimeerror", "spawn")
+    # mp.spawn's join interrupted with Ctrl-C: the frames of a port conflict's run, no port.
+    interrupted = model_text([
+        '  File "/opt/conda/lib/python3.8/site-packages/torch/multiprocessing/spawn.py", line 99, in join',
+        "    ready = multiprocessing.connection.wait(", "KeyboardInterrupt"])
+    assert model.answer(interrupted) is None
+    for said in ("RuntimeError: Address already in use", "[rank0]: RuntimeError: bind failed, errno: 98",
+                 "RuntimeError: The server socket has failed to listen on any local network address. "
+                 "port: 29500"):
+        assert model.answer(model_text([said]))[0] == "port_conflict", said
+
+
 def test_vetoes_apply_out_of_fold_as_at_run_time():
     from classifier.corpus.train import cross_validate
     # Config parse errors read by DeepSpeed, user bugs, and one data-file JSON error: out of
