@@ -195,21 +195,21 @@ def test_vetoes_apply_out_of_fold_as_at_run_time():
 def test_frames_only_text_is_answered_by_its_own_thresholds():
     from classifier.diagnosis.fallback import is_frames_only
     from classifier.diagnosis.region import model_text
-    data = {"classes": ["port_conflict", "unknown"], "vocabulary": {"func_create_c10d_store": 0, "eaddrinuse": 1},
+    data = {"classes": ["connection_failure", "unknown"], "vocabulary": {"func_create_c10d_store": 0, "refused": 1},
             "idf": [1.0, 1.0], "coef": [[4.0, 4.0], [-4.0, -4.0]], "intercept": [0.0, 0.0],
-            "thresholds": {"port_conflict": 0.6}, "frame_thresholds": {}}
+            "thresholds": {"connection_failure": 0.6}, "frame_thresholds": {}}
     frames = model_text([
         '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/rendezvous.py", line 174, '
         'in _create_c10d_store', "    return TCPStore("])
     assert is_frames_only(frames) and not is_frames_only("") and not is_frames_only("\n")
-    message = frames + "\n" + model_text(["RuntimeError: EADDRINUSE: address already in use"])
+    message = frames + "\n" + model_text(["ConnectionRefusedError: [Errno 111] Connection refused"])
     assert not is_frames_only(message)
     model = TextModel(data)
     assert model.answer(frames) is None                    # no class is told by these frames alone
-    assert model.answer(message)[0] == "port_conflict"     # the message is there: it may answer
+    assert model.answer(message)[0] == "connection_failure"  # the message is there: it may answer
     # A model without frame thresholds (format 2) reads a frames-only text like any other.
     older = {k: v for k, v in data.items() if k != "frame_thresholds"}
-    assert TextModel(older).answer(frames)[0] == "port_conflict"
+    assert TextModel(older).answer(frames)[0] == "connection_failure"
 
 
 def test_calibration_stays_silent_unless_it_helps_on_groups_it_did_not_calibrate_on():
