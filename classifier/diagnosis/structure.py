@@ -67,12 +67,20 @@ def _frames(raised: "Raised") -> list:
     return list(raised.frames)
 
 
+# Frames Python adds for a lambda or a comprehension: the function around it raised.
+_INNER_SCOPE = frozenset({"<lambda>", "<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>"})
+
+
 def raised_in(frames: list["Frame"]) -> "Frame | None":
     """Where an exception was raised: its innermost frame outside Python's standard library
-    (os.py's __getitem__ or json/decoder.py only carry it out of the code that asked)."""
-    for frame in reversed(frames):
-        if not _STDLIB.search(frame.file):
-            return frame
+    (os.py's __getitem__ or json/decoder.py only carry it out of the code that asked), and
+    of a lambda or comprehension the named function of the same file that holds it."""
+    for i in range(len(frames) - 1, -1, -1):
+        if not _STDLIB.search(frames[i].file):
+            j = i
+            while frames[j].func in _INNER_SCOPE and j > 0 and frames[j - 1].file == frames[i].file:
+                j -= 1
+            return frames[j] if frames[j].func not in _INNER_SCOPE else frames[i]
     return frames[-1] if frames else None
 
 

@@ -336,3 +336,18 @@ _RAISE_IN_FRAMES = ('  File "/work/setup.py", line 9, in <module>\n'
 def test_a_raise_line_joined_to_its_exception_is_output_after_the_quote(tmp_path, text, read):
     # an issue title glues the raise to the exception it printed; a frame's raise alone is code
     assert (_diagnose(tmp_path, text)["category"] == "op_build_error") is read
+
+
+def test_a_lambda_or_generator_frame_raises_for_the_function_around_it():
+    # Python 3.11+ prints the <lambda> and <genexpr> frames of a sort key; the raise site that
+    # rules name is the builder's function holding them, not the synthetic frames
+    from classifier.diagnosis.structure import raised_in
+    from classifier.diagnosis.traceback import Frame
+    b = "/venv/lib/python3.12/site-packages/deepspeed/ops/op_builder/builder.py"
+    frames = [Frame(b, "jit_load", 595), Frame(b, "compute_capability_args", 710),
+              Frame(b, "<lambda>", 710), Frame(b, "<genexpr>", 710)]
+    assert raised_in(frames).func == "compute_capability_args"
+    # a lambda of another file stays the raise site: its own code raised
+    mixed = [Frame(b, "load", 480), Frame("/home/u/train.py", "<lambda>", 30)]
+    assert raised_in(mixed).where == "/home/u/train.py:<lambda>"
+    assert raised_in([Frame("/home/u/train.py", "<listcomp>", 3)]).func == "<listcomp>"
