@@ -12,16 +12,16 @@ lines: its body lines carry no marker of their own) and to a whole diagnosis dic
 """
 
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from classifier.precompiled import re_compile
 
-PATTERNS_FILE = Path(__file__).with_name("redaction.yaml")
+PATTERNS_FILE = os.path.join(os.path.dirname(__file__), "redaction.yaml")
 _PEM_BEGIN = re_compile(r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
 _PEM_END = re_compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 
@@ -83,11 +83,12 @@ def shannon_entropy(text: str) -> float:
 
 
 @lru_cache(maxsize=None)
-def load_patterns(path: str | Path = PATTERNS_FILE) -> tuple[Pattern, ...]:
+def load_patterns(path: str | os.PathLike = PATTERNS_FILE) -> tuple[Pattern, ...]:
     """Load and compile the redaction patterns (once per process; parsed YAML is cached on disk
     by the file's bytes, so a run from the cache imports no yaml)."""
     from classifier.rules.cache import cache_key, read_cached, write_cached
-    raw = Path(path).read_bytes()
+    with open(path, "rb") as fh:
+        raw = fh.read()
     key = cache_key(raw)
     data = read_cached("redaction", key)
     if not isinstance(data, dict) or not isinstance(data.get("patterns"), list):

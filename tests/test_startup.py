@@ -34,3 +34,19 @@ def test_rule_hit_diagnosis_imports_nothing_heavy():
                           text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "clean"
+
+
+def test_a_common_command_line_imports_neither_argparse_nor_pathlib(tmp_path):
+    # Each cost a small log's run a few ms (classifier/diagnosis/quickargs.py, rules/files.py).
+    # `-S` keeps site's .pth hooks out (an editable install's finder imports pathlib itself);
+    # the second run is the one measured: the first may build the caches.
+    import sysconfig
+    env = {"PYTHONPATH": f"{ROOT}{__import__('os').pathsep}{sysconfig.get_paths()['purelib']}",
+           "DSDIAG_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    probe = ("import sys; from classifier.cli import main; code = main(['--format', 'json', sys.argv[1]]); "
+             "sys.stderr.write(repr(sorted(m for m in ('argparse', 'pathlib') if m in sys.modules)))")
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-S", "-c", probe, str(DEMO)], capture_output=True,
+                              text=True, cwd=ROOT, timeout=60, env=env)
+    assert proc.stderr.strip() == "[]", proc.stderr[-2000:]
+    assert '"category": "gpu_oom"' in proc.stdout

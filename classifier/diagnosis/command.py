@@ -16,7 +16,6 @@ sequences and control characters removed, and secrets masked (classifier/redacti
 every channel, the terminal included, unless --no-redact.
 """
 
-import argparse
 import os
 import sys
 
@@ -35,24 +34,27 @@ def _error(message):
     return EXIT_ERROR
 
 
-class _HelpFormatter(argparse.HelpFormatter):
+def _help_formatter(argparse):
     """argparse's formatter, sized without `shutil`: argparse builds one for every argument
     it adds, and importing shutil (with bz2 and lzma) cost every run a few ms."""
 
-    def __init__(self, prog: str) -> None:
-        try:
-            width = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(1).columns
-        except (ValueError, OSError):
-            width = 80
-        super().__init__(prog, width=max(width - 2, 11))
+    class HelpFormatter(argparse.HelpFormatter):
+        def __init__(self, prog: str) -> None:
+            try:
+                width = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(1).columns
+            except (ValueError, OSError):
+                width = 80
+            super().__init__(prog, width=max(width - 2, 11))
+    return HelpFormatter
 
 
 def _parser(subcommands=()):
+    import argparse  # only for the command lines classifier/diagnosis/quickargs.py leaves
     usage = "dsdiag [OPTIONS] [FILE ...]"
     if subcommands:
         usage += "\n       dsdiag {" + ",".join(subcommands) + "} ... (each has its own --help)"
     p = argparse.ArgumentParser(
-        prog="dsdiag", usage=usage, formatter_class=_HelpFormatter,
+        prog="dsdiag", usage=usage, formatter_class=_help_formatter(argparse),
         description="Diagnose a crashed DeepSpeed / PyTorch-distributed job from its log.",
         epilog="Several files are read as the ranks of one job, and so are the log files of a "
                "directory (rank files, Slurm %t outputs, torchrun --log-dir); '-' or no file "
@@ -287,7 +289,8 @@ def _exit_code(result, args):
 
 def main(argv: list[str], subcommands: tuple[str, ...] = ()) -> int:
     """Run the default command: diagnose the given files or stdin (or pass it through: --tee)."""
-    args = _parser(subcommands).parse_args(argv)
+    from classifier.diagnosis.quickargs import quick_args
+    args = quick_args(argv, FORMATS) or _parser(subcommands).parse_args(argv)
     if args.version:
         return _print_version(args)
     problem = _output_format(args)

@@ -12,7 +12,6 @@ import json
 import marshal
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from classifier import __version__
@@ -30,19 +29,21 @@ FORMAT = 2  # bump when the layout of what is cached changes (2: the pattern tab
 STALE_DAYS = 30  # other cache files of a kind untouched this long go when a new one is written
 
 
-def cache_dir() -> Path | None:
+# Paths are plain strings here: importing pathlib (with urllib.parse and ipaddress) cost every
+# run about as much as reading its cached tables.
+def cache_dir() -> str | None:
     """$DSDIAG_CACHE_DIR, else $XDG_CACHE_HOME/dsdiag, else ~/.cache/dsdiag; None when
     DSDIAG_CACHE_DIR is `off` (no cache)."""
     explicit = os.environ.get("DSDIAG_CACHE_DIR", "")
     if explicit:
-        return None if explicit.lower() == "off" else Path(explicit)
+        return None if explicit.lower() == "off" else explicit
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not base or not os.path.isabs(base):  # the XDG spec says to ignore a relative value
         home = os.path.expanduser("~")
         if home == "~":  # no HOME and no passwd entry
             return None
         base = os.path.join(home, ".cache")
-    return Path(base) / "dsdiag"
+    return os.path.join(base, "dsdiag")
 
 
 def cache_key(*parts: bytes) -> str:
@@ -55,9 +56,9 @@ def cache_key(*parts: bytes) -> str:
     return digest.hexdigest()
 
 
-def _path(kind: str, key: str, suffix: str = ".json") -> Path | None:
+def _path(kind: str, key: str, suffix: str = ".json") -> str | None:
     directory = cache_dir()
-    return directory / f"{kind}-{key[:32]}{suffix}" if directory else None
+    return os.path.join(directory, f"{kind}-{key[:32]}{suffix}") if directory else None
 
 
 def read_cached(kind: str, key: str, binary: bool = False) -> Any:
@@ -118,16 +119,16 @@ def write_cached(kind: str, key: str, data: Any, binary: bool = False) -> bool:
         json.dumps({"key": key, "data": data}, separators=(",", ":")).encode("utf-8")))
 
 
-def _write(kind: str, path: Path | None, write) -> bool:
+def _write(kind: str, path: str | None, write) -> bool:
     if path is None:
         return False
     tmp = None
     try:
         import tempfile  # only when writing: most runs only read
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         # A temporary file then os.replace: a reader sees the old file or the whole new one,
         # never a half-written one, even with several dsdiag processes starting at once.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{kind}-", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{kind}-", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             write(fh)
         os.replace(tmp, path)
@@ -142,12 +143,16 @@ def _write(kind: str, path: Path | None, write) -> bool:
     return True
 
 
-def _drop_stale(keep: Path, kind: str) -> None:
+def _drop_stale(keep: str, kind: str) -> None:
     """Remove this kind's other cache files unused for STALE_DAYS (older rule sets, versions)."""
     cutoff = time.time() - STALE_DAYS * 86400
+    directory, name = os.path.split(keep)
+    suffix = os.path.splitext(name)[1]
     try:
-        for other in keep.parent.glob(f"{kind}-*{keep.suffix}"):
-            if other != keep and other.stat().st_mtime < cutoff:
-                other.unlink()
+        with os.scandir(directory) as entries:
+            for other in entries:
+                if (other.name != name and other.name.startswith(f"{kind}-")
+                        and other.name.endswith(suffix) and other.stat().st_mtime < cutoff):
+                    os.unlink(other.path)
     except OSError:
         pass

@@ -7,11 +7,12 @@ the whole list in one run.
 
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from classifier.rules.cache import cache_key, sha256
 from classifier.rules import regexcode, stamp
+from classifier.rules.files import (builtin_rules_dir, builtin_rules_path,  # noqa: F401
+                                    rule_file_paths, rule_files)
 from classifier.rules.model import (STRUCTURE_FLAGS, STRUCTURE_LISTS, STRUCTURE_ONE, CategoryInfo,
                                     Rule, RuleSet)
 from classifier.taxonomy import CATEGORIES
@@ -41,23 +42,6 @@ class RuleError(Exception):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
-
-
-def builtin_rules_dir() -> Path:
-    """Locate the shipped rules: the repo's `rules/` in a checkout, package data when installed."""
-    here = Path(__file__).resolve()
-    # A checkout's, else the package data beside this module (importlib.resources, only for
-    # a zipped install: its import costs ~5 ms a run).
-    for found in (here.parents[2] / "rules", here.parents[1] / "_rules"):
-        if found.is_dir():
-            return found
-    from importlib.resources import files
-    return Path(str(files("classifier") / "_rules"))
-
-
-def rule_files(directory: str | Path) -> list[Path]:
-    """List the `*.yaml` rule files of a directory in a stable order."""
-    return sorted(Path(directory).glob("*.yaml"))
 
 
 # --- validation -------------------------------------------------------------------------
@@ -226,13 +210,14 @@ def _check_file_keys(data, builtin, report):
         report(("references",), "`references` must be a non-empty list of strings")
 
 
-def validate_file(path: str | Path, seen_ids: set[str] | None = None, lint: bool = True,
+def validate_file(path: str | os.PathLike, seen_ids: set[str] | None = None, lint: bool = True,
                   builtin: bool = False,
                   raw: bytes | None = None) -> tuple[dict[str, Any] | None, list[str], bytes]:
     """Return (data or None, problems, raw bytes) for one rule file (`raw`: its bytes, if
     already read); problems are located."""
     import yaml  # a run from the cache never imports yaml
     from classifier.rules.safeyaml import safe_load_bounded
+    from pathlib import Path
     path = Path(path)
     seen_ids = set() if seen_ids is None else seen_ids
     try:
@@ -285,7 +270,8 @@ def _read_all(paths):
     out = []
     for path in paths:
         try:
-            out.append((path, path.read_bytes()))
+            with open(path, "rb") as fh:
+                out.append((path, fh.read()))
         except OSError:
             out.append((path, None))
     return out
@@ -315,8 +301,8 @@ def _check_select(rule: dict, where: tuple, report) -> None:
         report(where + ("after",), "select.after must be a number of lines from 0 to 200")
 
 
-def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: bool = False,
-               builtin_dir: str | Path | None = None) -> RuleSet:
+def load_rules(directories: Iterable[str | os.PathLike] | None = None, check_builtin: bool = False,
+               builtin_dir: str | os.PathLike | None = None) -> RuleSet:
     """Load the built-in rules plus those of extra directories, which add to them.
 
     A user file's rules join the built-in category of the same id and keep its checklist and
@@ -326,18 +312,18 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
     once validated they come from the cache (classifier.rules.cache) while their files' bytes
     stay the same; their examples are then read from the YAML only when asked for.
     """
-    builtin = Path(builtin_dir) if builtin_dir else builtin_rules_dir()
-    dirs = [builtin] + [Path(d) for d in (directories or ())]
+    builtin = os.fspath(builtin_dir) if builtin_dir else builtin_rules_path()
+    dirs = [builtin] + [os.fspath(d) for d in (directories or ())]
     problems = []
     rules, seen = [], set()
     categories = {}
     digest, version = sha256(), None
     for directory in dirs:
-        if not directory.is_dir():
+        if not os.path.isdir(directory):
             problems.append(f"{directory}:1:1: not a directory")
             continue
         is_builtin = directory == builtin
-        paths = rule_files(directory)
+        paths = rule_file_paths(directory)
         # The built-in files alone: their digest may be known from their stat (stamp.py).
         stat = stamp.stat_key(paths, regexcode.release()) \
             if is_builtin and len(dirs) == 1 and not check_builtin else None
@@ -348,7 +334,7 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
         else:
             files = _read_all(paths)
             for path, raw in files:
-                digest.update(path.name.encode() + b"\0" + (raw or b""))
+                digest.update(os.path.basename(path).encode() + b"\0" + (raw or b""))
             cacheable = is_builtin and not check_builtin and None not in (raw for _, raw in files)
             # The key covers the regex release too: the compiled code kept beside the rules depends on it.
             key = cache_key(digest.digest(), regexcode.release(), *stamp.validator_sources()) \
@@ -364,7 +350,7 @@ def load_rules(directories: Iterable[str | Path] | None = None, check_builtin: b
                 if data is not None:
                     loaded.append((path, data))
             if cacheable and not problems:
-                stamp.to_cache(key, [(p.name, _strip_examples(d)) for p, d in loaded])
+                stamp.to_cache(key, [(os.path.basename(p), _strip_examples(d)) for p, d in loaded])
         else:
             seen.update(rule["id"] for _, data in loaded for rule in data["rules"])
             regexcode.load(key)

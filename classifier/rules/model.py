@@ -1,7 +1,6 @@
 """The compiled rule set: rules, the category-level text of their files, and the caches the
 matcher and the prefilter build from them."""
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from classifier.rules import regexcode
@@ -134,7 +133,8 @@ def file_examples(path: str) -> dict[str, Any]:
     """{rule id: examples} of one rule file, parsed once per process."""
     if path not in _FILE_EXAMPLES:
         from classifier.rules.safeyaml import safe_load_bounded
-        data = safe_load_bounded(Path(path).read_text(encoding="utf-8")) or {}
+        with open(path, encoding="utf-8") as fh:
+            data = safe_load_bounded(fh.read()) or {}
         rules = data.get("rules") if isinstance(data, dict) else None
         _FILE_EXAMPLES[path] = {rule.get("id"): rule.get("examples")
                                 for rule in rules or () if isinstance(rule, dict)}

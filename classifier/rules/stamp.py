@@ -12,20 +12,20 @@ then; a miss (or no cache) means reading and hashing them as before.
 import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from classifier.rules.cache import cache_key, read_cached, write_cached
 
-_HERE = Path(__file__).parent
+_HERE = os.path.dirname(__file__)
 # What decides the validated data besides the rule files: the validator, the taxonomy, the
 # literal reader.
-VALIDATOR_FILES = (_HERE / "load.py", _HERE.parent / "taxonomy.py", _HERE / "literal.py")
+VALIDATOR_FILES = (os.path.join(_HERE, "load.py"), os.path.join(os.path.dirname(_HERE), "taxonomy.py"),
+                   os.path.join(_HERE, "literal.py"))
 # A file changed this recently may change again within the clock's granularity (a few ms)
 # without its stat changing: such a stat is not recorded ("racily clean", as git says).
 SETTLED_S = 2.0
 
 
-def stat_key(paths: Sequence[Path], extra: bytes) -> tuple[str, bool] | None:
+def stat_key(paths: Sequence[str], extra: bytes) -> tuple[str, bool] | None:
     """(key, settled) from the stat of `paths` and the validator's files, with `extra`;
     settled: no file changed within SETTLED_S. None when one cannot be stat'ed."""
     parts, newest = [extra], 0
@@ -42,7 +42,11 @@ def stat_key(paths: Sequence[Path], extra: bytes) -> tuple[str, bool] | None:
 
 def validator_sources() -> list[bytes]:
     """The bytes of VALIDATOR_FILES, for the rule cache's key."""
-    return [path.read_bytes() for path in VALIDATOR_FILES]
+    out = []
+    for path in VALIDATOR_FILES:
+        with open(path, "rb") as fh:
+            out.append(fh.read())
+    return out
 
 
 def _cached_shape_ok(entry):
@@ -61,16 +65,16 @@ def to_cache(key: str, entries: list) -> bool:
     return write_cached(RULES_KIND, key, json.loads(json.dumps(entries)), binary=True)
 
 
-def from_cache(directory: Path, paths: Sequence[Path], key: str) -> list | None:
+def from_cache(directory: str, paths: Sequence[str], key: str) -> list | None:
     """[(path, data)] of the built-in files from the cache, or None (missing, stale, damaged)."""
     entries = read_cached(RULES_KIND, key, binary=True)
     try:
-        if [name for name, _ in entries] != [path.name for path in paths] or \
+        if [name for name, _ in entries] != [os.path.basename(path) for path in paths] or \
                 not all(_cached_shape_ok(entry) for entry in entries):
             return None
     except (TypeError, ValueError, KeyError, IndexError):
         return None
-    return [(directory / name, data) for name, data in entries]
+    return [(os.path.join(directory, name), data) for name, data in entries]
 
 
 def recall(key: str) -> tuple[str, str] | None:
