@@ -80,6 +80,15 @@ def _ruler(text: str) -> bool:
     return text.count(text[:1]) == len(text)  # str.count is a C loop; strip(c) is ~10x slower
 
 
+_COLUMN_RULER = re_compile(r"\s{0,8}(?:[-=]{2,200}[ +|]{1,3}){2,100}[-=]{2,200}\s{0,8}")
+
+
+def _column_ruler(text: str) -> bool:
+    """A table's ruler under its header (`------------ ---------- --------`, sacct's, qstat's):
+    the rows of such a table are padded to its width, none a piece of a wrapped line."""
+    return _COLUMN_RULER.fullmatch(text) is not None
+
+
 def _uncut_end(text: str) -> bool:
     """A line that ends as a whole line does: in a box's edge or in padding (two blanks)."""
     return text[-1:] in _NOT_CUT or text[-2:].isspace()
@@ -111,6 +120,8 @@ def wrap_width(texts: list[str]) -> int | None:
         return None
     if all(len(t) == width for t in texts if t.strip()):
         return None  # every line as wide (a padded table such as sacct's): no piece is a rest
+    if any(_column_ruler(t) for t in texts if len(t) == width):
+        return None  # a table's rows as wide as its ruler, under a shorter prompt or heading
     at = {_DIGITS.sub("", t) for t, after in zip(texts, texts[1:] + [""])
           if len(t) == width and _wrapped_at_end(t, after)}
     # a spike at the column: more lines end exactly there than at the 8 columns before it

@@ -80,6 +80,8 @@ def test_no_wrap_where_lines_only_share_a_length():
                                      ("15926486.batch", "batch", "CANCELLED"),
                                      ("15926486.extern", "extern", "CANCELLED"))]
     assert len({len(t) for t in [rule] + rows}) == 1 and wrap_width([rule] + rows) is None
+    # ... under a shorter prompt and heading: the ruler still says they are a table's rows
+    assert wrap_width(["$ sacct -j 15926486", "JobID JobName State"[:60], rule] + rows) is None
 
 
 def test_one_message_wrapped_in_a_short_paste_is_joined(tmp_path):
