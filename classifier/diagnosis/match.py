@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
 from classifier.diagnosis.budget import RegexBudget
+from classifier.diagnosis.folded import FoldedBudget, folds, has_capital
 from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
 from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
     CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, _near, is_code,
@@ -194,6 +195,8 @@ def _window_match(rule, buf, i, budget, views=None):
         # Every window is a substring of these lines joined: a pattern whose required literal
         # is not in them cannot match one, and is not searched.
         around = views.around
+        if getattr(budget, "folded", False):  # a lower-cased paste: its literals are too
+            required = [None if literal is None else literal.lower() for literal in required]
         asked = [(p, literal) for p, literal in zip(rule.patterns, required)
                  if literal is None or literal in around]
         if not asked:
@@ -245,7 +248,8 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
         hits = []
         views = _Views(buf, i)
         for rule in rules:
-            found = _window_match(rule, buf, i, budget, views)
+            searcher = budget if capital_seen or not folds(rule) else folded_budget
+            found = _window_match(rule, buf, i, searcher, views)
             if found is None:
                 continue
             span, m, text = found
@@ -254,21 +258,25 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             key = (rule.id, span[0].source, span[0].lineno)
             if key in seen:
                 continue
-            if rule.exclude and _excluded(rule, text, budget):
+            if rule.exclude and _excluded(rule, text, searcher):
                 continue
-            if rule.context and not _has_context(rule, buf, i, budget):
+            if rule.context and not _has_context(rule, buf, i, searcher):
                 continue
-            if rule.not_near and _near(rule, buf, i, budget):
+            if rule.not_near and _near(rule, buf, i, searcher):
                 continue
             seen.add(key)
             facts = {k: v.strip() for k, v in m.groupdict().items() if v and v.strip()}
             hits.append(Hit(rule, span, facts))
         return hits
 
+    folded_budget = FoldedBudget(budget)
+    capital_seen = False  # no capital letter in this input yet: patterns ignore case
     last = None
     for line in lines:
         if on_line is not None:
             on_line(line)
+        if not capital_seen and has_capital(line.msg):
+            capital_seen = True
         if last is not None and line.lineno != last.lineno + 1:
             # The prefilter skipped lines here: finish the old stretch, never join across.
             for i in range(max(0, len(buf) - _AHEAD), len(buf)):

@@ -149,9 +149,36 @@ def _explained(raised: "Raised", covered: dict[str, list[int]]) -> bool:
     return any(lo <= n <= hi for n in covered.get(raised.first.source, ()))
 
 
+# A stub of a message on the input's very last line: the paste stopped a few letters into it
+# (`RuntimeError: So`, `RuntimeError: Connec`), which says no more than a cut before it.
+_STUB = re_compile(r"^\S[^\n]{0,11}$")
+_STUB_END = re_compile(r"[A-Za-z0-9]$")
+
+
+class _CutAtEnd:
+    """A Raised whose message is only a stub cut by the end of the input, seen as cut."""
+
+    cut = True
+
+    def __init__(self, raised: "Raised") -> None:
+        self._raised = raised
+
+    def __getattr__(self, name: str):
+        return getattr(self._raised, name)
+
+
+def _as_cut(raised: "Raised", last_lineno: dict[str, int] | None) -> "Raised | _CutAtEnd":
+    """`raised`, or a cut view of it when its message is a stub on the input's last line."""
+    line, message = raised.line, (raised.message or "").strip()
+    if (line is None or not last_lineno or last_lineno.get(line.source) != line.lineno
+            or not _STUB.match(message) or not _STUB_END.search(message)):
+        return raised
+    return _CutAtEnd(raised)
+
+
 def structure_hits(records: list["Raised"], rules: list["Rule"],
                    covered: dict[str, list[int]] | None = None,
-                   training_at=None) -> list[Hit]:
+                   training_at=None, last_lineno: dict[str, int] | None = None) -> list[Hit]:
     """Hits of the structure-only rules (no patterns) on a job's exceptions.
 
     They are the fallback for what the message lines do not say: an exception that a pattern
@@ -161,7 +188,7 @@ def structure_hits(records: list["Raised"], rules: list["Rule"],
     if not records:  # most small logs: no need to walk every rule
         return hits
     covered = covered or {}
-    free = [raised for raised in records if not _explained(raised, covered)]
+    free = [_as_cut(raised, last_lineno) for raised in records if not _explained(raised, covered)]
     if not free:
         return hits
     for rule in _structure_only(rules):
@@ -290,7 +317,7 @@ class DeferredHits:
         for hit in list(hits) + out:
             for line in hit.lines:
                 covered.setdefault(line.source, []).append(line.lineno)
-        out += structure_hits(records, rules, covered, self.training_at)
+        out += structure_hits(records, rules, covered, self.training_at, last_lineno)
         if index is not None:
             out += source_hits(records, index, budget,
                                lambda raised: _explained(raised, covered),

@@ -53,6 +53,7 @@ _IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})\s{2,}Traceback \(most
 _PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 # a frame line whose head the paste cut off (`/verl/protocol.py", line 491, in chunk`)
 _PY_FRAME_CUT = re_compile(r'^(?P<file>[^"\s][^"]{0,1023}?\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s*$')
+_BARE_NAME = re_compile(r"^[A-Za-z_]\w{0,200}$")  # a function's name alone on its line
 _PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped one lacks the rest)
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
@@ -306,7 +307,14 @@ class TracebackCollector:
             self._twin_source(raised, msg, line)
             return
         if state.expect_source and raised.frames:
-            raised.frames[-1].source = msg
+            last = raised.frames[-1]
+            if last.func == "<module>" and _BARE_NAME.match(msg) and last.at is not None \
+                    and last.at.msg.endswith(", in"):
+                # a wrap right after `in`: the function's name is this line, its code the next
+                # (a frame head whose `<module>` a markdown renderer ate is followed by code)
+                last.func, raised.last = msg, line
+                return
+            last.source = msg
             raised.last = raised.frames[-1].source_at = line
             state.expect_source = False
 

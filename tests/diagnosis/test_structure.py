@@ -351,3 +351,22 @@ def test_a_lambda_or_generator_frame_raises_for_the_function_around_it():
     mixed = [Frame(b, "load", 480), Frame("/home/u/train.py", "<lambda>", 30)]
     assert raised_in(mixed).where == "/home/u/train.py:<lambda>"
     assert raised_in([Frame("/home/u/train.py", "<listcomp>", 3)]).func == "<listcomp>"
+
+
+GLOO_FRAMES = """\
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.8/site-packages/torch/distributed/distributed_c10d.py", line 761, in _new_process_group_helper
+    pg = ProcessGroupGloo(prefix_store, rank, world_size, timeout=timeout)
+RuntimeError: {message}
+"""
+
+
+@pytest.mark.parametrize("message, last, category", [
+    ("So", True, "connection_failure"),             # a stub at the end: the frames decide
+    ("So", False, "unknown"),                       # the same stub with lines after it
+    ("Something else broke", True, "unknown"),      # a whole message no rule knows
+    ("Una", True, "unknown"),                       # may go on to the interface's error
+])
+def test_a_message_stub_at_the_end_of_the_paste_counts_as_cut(tmp_path, message, last, category):
+    text = GLOO_FRAMES.format(message=message) + ("" if last else "Exiting.\n")
+    assert _diagnose(tmp_path, text)["category"] == category

@@ -65,6 +65,18 @@ Exception: Current loss scale already at minimum - cannot decrease scale anymore
     assert r.frames[2].file.endswith("fp16/loss_scaler.py") and r.type == "Exception"
 
 
+def test_a_frame_line_wrapped_right_after_in_keeps_its_function():
+    text = """\
+Traceback (most recent call last):
+  File "/home/user/mambaforge/envs/magvit/lib/python3.12/site-packages/torch/distributed/rendezvous.py", line 174, in
+ _create_c10d_store
+    return TCPStore(
+RuntimeError: Socket Timeout
+"""
+    (r,) = _records(text)
+    assert [(f.func, f.line, f.source) for f in r.frames] == [("_create_c10d_store", 174, "return TCPStore(")]
+
+
 def test_a_frame_head_cut_at_the_end_of_a_paste_is_not_a_frame():
     text = """\
 Traceback (most recent call last):
