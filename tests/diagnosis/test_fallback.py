@@ -420,9 +420,10 @@ def test_model_text_reads_the_words_of_a_failure_said_without_an_exception():
 def test_a_frame_that_drove_the_answer_is_shown_with_its_code_line(tmp_path, monkeypatch):
     import classifier.diagnosis.fallback as m
     from classifier.diagnosis.diagnose import diagnose_job
-    data = {"classes": ["env_var_missing", "unknown"], "vocabulary": {"func_setup_dist": 0}, "idf": [1.0],
-            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"env_var_missing": 0.5},
-            "frame_thresholds": {"env_var_missing": 0.5}}
+    # (device_visibility: env_var_missing would be vetoed, as these frames name no environment.)
+    data = {"classes": ["device_visibility", "unknown"], "vocabulary": {"func_setup_dist": 0}, "idf": [1.0],
+            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"device_visibility": 0.5},
+            "frame_thresholds": {"device_visibility": 0.5}}
     log = tmp_path / "job.log"
     log.write_text("Traceback (most recent call last):\n"
                    '  File "/work/utils/dist_util.py", line 22, in setup_dist\n'
@@ -431,5 +432,5 @@ def test_a_frame_that_drove_the_answer_is_shown_with_its_code_line(tmp_path, mon
                    "    main()\n")
     monkeypatch.setattr(m, "_MODEL", TextModel(data))
     d = diagnose_job([str(log)])
-    assert d["source"] == "model" and d["category"] == "env_var_missing"
+    assert d["source"] == "model" and d["category"] == "device_visibility"
     assert [ev["line"] for ev in d["evidence"]] == [2, 3]   # the frame and the code under it
