@@ -39,9 +39,12 @@ SHUFFLINGS = 5           # fold assignments of the groups, so one lucky split de
 # training cases, at least CLASS_PRECISION of the model's answers of it are right, over at least
 # CLASS_MIN_ANSWERS answers, and none of them names an unknown/none case: where the model is
 # used those outnumber known failures about seven to one, so a category that ever names one out
-# of fold names many there.
+# of fold names many there. A wrong known category costs one answer, not many, so the per-class
+# bar is MIN_PRECISION's. Nested check (right/wrong/false alarms) on seeds 0-4, 10-14, 20-24,
+# with the env_var_missing veto (fallback.NEEDS): at 0.98 10/0/0 on each; at 0.90 17/0/0,
+# 15/0/0, 16/1/0; at 0.93 15/0/0, 15/0/0, 16/0/0 (0.85 to 0.93 alike without the veto).
 GRID = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
-CLASS_PRECISION = 0.98
+CLASS_PRECISION = 0.90
 CLASS_MIN_ANSWERS = 10
 # ... and then SAFETY_STEPS steps of GRID above that (a category whose threshold would pass the
 # top of GRID is not answered): held out, a group's unknown cases sat just above the threshold

@@ -42,8 +42,15 @@ _SCHEDULE = re.compile(r"(?i)(?<![a-z])(?:schedul\w{0,20}|lr|warm_?up|learning|d
 # and of a run interrupted with Ctrl-C, which the model had named port_conflict out of fold.
 _ADDRESS = re.compile(r"(?i)(?<![a-z])(?:address\w{0,2}|addr|ports?|bind|listen\w{0,3}|eaddrinuse|"
                       r"in use|errno[: ]{0,2}(?:98|48|10048)|socket)(?![a-z])")
+# A KeyError is a missing environment variable only where the text names the environment (os,
+# environ, env, getenv), a variable (an upper-case name like LOCAL_RANK, or rank, world, master,
+# local) or MPI (DeepSpeed asks MPI when the launcher's variables are absent). A bare KeyError
+# in a user's own frames is a dict lookup: out of fold it was the only false alarm left.
+_ENVIRON = re.compile(r"(?i)(?<![a-z])(?:env\w{0,12}|environ\w{0,12}|getenv|variables?|os|ranks?|world|"
+                      r"master|local|mpi\w{0,6})(?![a-z])|"
+                      r"(?<![A-Za-z0-9])(?-i:[A-Z][A-Z0-9]{1,30}_[A-Z0-9_]{1,40})(?![A-Za-z0-9])")
 NEEDS = {"gpu_oom": _DEVICE, "config_json_syntax": _DS_CONFIG_READER, "scheduler_config": _SCHEDULE,
-         "port_conflict": _ADDRESS}
+         "port_conflict": _ADDRESS, "env_var_missing": _ENVIRON}
 # A package that is not installed at all is no mismatch of installed versions: `No module named
 # 'peft'` (a top-level name; `transformers.deepspeed`, a module a release moved, still may be) or
 # "requires the following packages that were not found". The missing-package cases are

@@ -177,6 +177,34 @@ def test_a_port_conflict_is_named_only_where_an_address_or_port_is():
         assert model.answer(model_text([said]))[0] == "port_conflict", said
 
 
+def test_a_missing_environment_variable_is_named_only_where_the_environment_is():
+    from classifier.diagnosis.region import model_text
+    model = _sure_of("env_var_missing", "keyerror", "exc_keyerror")
+    # A dict lookup in a user's own code, the message cut or naming a data key.
+    for lookup in ("KeyError: 'input_ids'",
+                   '  File "/home/u/lanfactory/trainers/torch_mlp.py", line 40, in __init__\nKeyError',
+                   "KeyError: 'model.layers.0.weight'"):
+        assert model.answer(model_text(lookup.split("\n"))) is None, lookup
+    # The launcher's variables, os.environ's frame, or DeepSpeed's MPI discovery name it.
+    for env in ("KeyError: 'LOCAL_RANK'", "KeyError: 'MASTER_ADDR'", "KeyError: 'RANK'",
+                '  File "/usr/lib/python3.10/os.py", line 680, in __getitem__\nKeyError: \'x\'',
+                "KeyError: WORLD_SIZE\nModuleNotFoundError: No module named 'mpi4py'"):
+        assert model.answer(model_text(env.split("\n")))[0] == "env_var_missing", env
+
+
+def test_a_class_is_answered_at_ninety_percent_right_but_never_over_a_quiet_case():
+    from classifier.corpus.train import CLASS_PRECISION, GRID, SAFETY_STEPS, class_thresholds
+    assert CLASS_PRECISION == 0.90
+    # Nine right and one wrong known category out of fold: answered from the lowest threshold.
+    labels = ["gpu_oom"] * 9 + ["host_oom"]
+    oof = [("gpu_oom", 0.9)] * 10
+    assert class_thresholds([oof], labels) == {"gpu_oom": GRID[SAFETY_STEPS]}
+    # One of them unknown instead: never at a threshold that still names it.
+    labels[-1] = "unknown"
+    oof[-1] = ("gpu_oom", 0.98)
+    assert class_thresholds([oof], labels) == {}
+
+
 def test_vetoes_apply_out_of_fold_as_at_run_time():
     from classifier.corpus.train import cross_validate
     # Config parse errors read by DeepSpeed, user bugs, and one data-file JSON error: out of
@@ -392,9 +420,10 @@ def test_model_text_reads_the_words_of_a_failure_said_without_an_exception():
 def test_a_frame_that_drove_the_answer_is_shown_with_its_code_line(tmp_path, monkeypatch):
     import classifier.diagnosis.fallback as m
     from classifier.diagnosis.diagnose import diagnose_job
-    data = {"classes": ["env_var_missing", "unknown"], "vocabulary": {"func_setup_dist": 0}, "idf": [1.0],
-            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"env_var_missing": 0.5},
-            "frame_thresholds": {"env_var_missing": 0.5}}
+    # (device_visibility: env_var_missing would be vetoed, as these frames name no environment.)
+    data = {"classes": ["device_visibility", "unknown"], "vocabulary": {"func_setup_dist": 0}, "idf": [1.0],
+            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"device_visibility": 0.5},
+            "frame_thresholds": {"device_visibility": 0.5}}
     log = tmp_path / "job.log"
     log.write_text("Traceback (most recent call last):\n"
                    '  File "/work/utils/dist_util.py", line 22, in setup_dist\n'
@@ -403,5 +432,5 @@ def test_a_frame_that_drove_the_answer_is_shown_with_its_code_line(tmp_path, mon
                    "    main()\n")
     monkeypatch.setattr(m, "_MODEL", TextModel(data))
     d = diagnose_job([str(log)])
-    assert d["source"] == "model" and d["category"] == "env_var_missing"
+    assert d["source"] == "model" and d["category"] == "device_visibility"
     assert [ev["line"] for ev in d["evidence"]] == [2, 3]   # the frame and the code under it
