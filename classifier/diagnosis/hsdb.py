@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def load_database(expressions: Sequence[bytes], flags: "int | Sequence[int]", kind: str) -> Any:
-    """The block-mode database of `expressions` (all with `flags`, or each with its own), or
-    None without Hyperscan."""
+def load_database(expressions: Sequence[bytes], flags: "int | Sequence[int]", kind: str,
+                  ids: Sequence[int] | None = None) -> Any:
+    """The block-mode database of `expressions` (all with `flags`, or each with its own;
+    reported by `ids`, by default their indexes), or None without Hyperscan."""
     try:
         import hyperscan
     except ImportError:
@@ -25,7 +26,8 @@ def load_database(expressions: Sequence[bytes], flags: "int | Sequence[int]", ki
     same = isinstance(flags, int)  # keyed as before: one flag for all
     flags = [flags] * len(expressions) if same else list(flags)
     key = cache_key(b"\0".join(expressions), str(flags[0] if same else flags).encode(),
-                    hyperscan.__version__.encode(), machine.encode())
+                    hyperscan.__version__.encode(), machine.encode(),
+                    *([str(list(ids)).encode()] if ids is not None else []))
     cached = read_cached_bytes(kind, key)
     if cached:
         try:
@@ -33,7 +35,7 @@ def load_database(expressions: Sequence[bytes], flags: "int | Sequence[int]", ki
         except Exception:  # noqa: BLE001 - any refusal means "compile it here"
             pass
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=list(expressions), ids=list(range(len(expressions))),
+    db.compile(expressions=list(expressions), ids=list(range(len(expressions)) if ids is None else ids),
                elements=len(expressions), flags=flags)
     write_cached_bytes(kind, key, hyperscan.dumpb(db))
     return db

@@ -67,3 +67,22 @@ def test_a_line_with_several_keywords_is_reported_once():
                     scratch=hyperscan.Scratch(joined._db))  # a database from the cache has none
     assert len(reports) == 1
     assert list(joined.scan(b"ok\nRetrying (1) after connection refused\n")) == [3]
+
+
+def test_a_line_whose_keywords_fall_in_two_expressions_is_reported_once(monkeypatch):
+    # Hyperscan caps an expression's length, so a big rule set's keywords of one reach are
+    # joined into several expressions; they share an id, and an id reports once an offset.
+    monkeypatch.setattr(finder, "JOIN_CHARS", 60)
+    specs = [spec("connection refused"), spec("retrying ("), spec("overflow"), spec("attempted loss")]
+    joined = finder.make_finder(specs, (), "hyperscan")
+    tables = finder.HyperscanFinder.tables(
+        [(t, None, keyword_gate(t, e), (b, a)) for t, e, b, a in specs], None,
+        {keyword_gate(t, e) for t, e, _, _ in specs})
+    assert len(tables[0]) >= 2
+    import hyperscan
+    reports = []
+    line = b"Retrying (Retry(total=4)) after connection refused\nattempted loss scale: OVERFLOW\nok\n"
+    joined._db.scan(line, match_event_handler=lambda *a: reports.append(a[:3]),
+                    scratch=hyperscan.Scratch(joined._db))
+    assert len(reports) == 2
+    assert joined.scan(line) == {0: (2, 2), 51: (2, 2)}
