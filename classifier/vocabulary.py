@@ -130,6 +130,18 @@ OTHER_FAILURE_TERMS = (
     # a launch that never started: `bash: deepspeed: command not found`, `zsh: command not found: torchrun`
     Term(r": command not found\b|\bcommand not found: \S", ("command not found",),
          raw="command not found"),
+    # dash (Debian's /bin/sh) names a missing command with the script's line number:
+    # `train.sh: 1: srun: not found`, `/bin/sh: 3: deepspeed: not found`
+    Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",),
+         raw=": not found"),
+    # the interpreter could not open the script it was given (Python 3, any platform):
+    # `python3: can't open file '/w/train.py': [Errno 2] No such file or directory`
+    Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",),
+         raw="t open file"),
+    # Ray's driver found a task's or actor's error nobody retrieved: the task failed
+    # (`Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::Worker.f() ...`)
+    Term(r"Unhandled error \(suppress with\b", ("unhandled error (suppress",),
+         raw=r"Unhandled error \(suppress"),
     # a notebook's kernel died under the cell (Jupyter; VS Code's wording)
     Term(r"kernel appears to have died|Kernel crashed while executing code",
          ("kernel appears to have died", "kernel crashed while executing"),

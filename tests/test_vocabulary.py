@@ -111,6 +111,13 @@ _SIGNAL_DEATHS = [
     "panic: runtime error: invalid memory address or nil pointer dereference",
     "./launch.sh: line 4: deepspeed: command not found",
     "zsh: command not found: torchrun",
+    "train.sh: 1: srun: not found",
+    "/bin/sh: 12: deepspeed: not found",
+    "python3: can't open file '/home/u/proj/full_finetune.py': [Errno 2] No such file or directory",
+    "C:\\envs\\py310\\python.exe: can't open file 'C:\\proj\\train.py': [Errno 2] No such file or directory",
+    "(TaskRunner pid=5757) Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): "
+    "ray::WorkerDict.generate() (pid=6249, ip=10.1.5.2, actor_id=09cf)",
+    "2021-03-01 10:00:00,000\tERROR worker.py:79 -- Unhandled error (suppress with RAY_IGNORE_UNHANDLED_ERRORS=1): ray::f()",
     "The kernel appears to have died. It will restart automatically.",
     "ERROR: No matching distribution found for deepspeed==0.99.1",
     "Primary job  terminated normally, but 1 process returned\n"
@@ -179,6 +186,10 @@ _HEALTHY = [
     "valueerror_rate: 0.0",
     "CUDA_HOME is not defined, using /usr/local/cuda",
     "the trainer takes 2 positional arguments",
+    "[WARNING] async_io: libaio not found, skipping the op",
+    "NCCL_SOCKET_IFNAME: not found in the environment, using defaults",
+    "If the file can't open file handles fast enough, raise ulimit -n",
+    "ray: set RAY_IGNORE_UNHANDLED_ERRORS=1 to keep the driver quiet",
 ]
 
 
