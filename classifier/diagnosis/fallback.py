@@ -49,8 +49,17 @@ _ADDRESS = re.compile(r"(?i)(?<![a-z])(?:address\w{0,2}|addr|ports?|bind|listen\
 _ENVIRON = re.compile(r"(?i)(?<![a-z])(?:env\w{0,12}|environ\w{0,12}|getenv|variables?|os|ranks?|world|"
                       r"master|local|mpi\w{0,6})(?![a-z])|"
                       r"(?<![A-Za-z0-9])(?-i:[A-Z][A-Z0-9]{1,30}_[A-Z0-9_]{1,40})(?![A-Za-z0-9])")
+# An op that failed to build is told in a build's words: the compiler, linker or build tool,
+# the extension or its sources. Out of fold the model named op_build_error of Lightning's
+# optimizer-setup frames, which hold none of them.
+_BUILD = re.compile(r"(?i)(?<![a-z])(?:build\w{0,8}|compil\w{1,8}|ninja|nvcc|hipcc|[gc]\+\+|gcc|clang|"
+                    r"cc1plus|cl\.exe|msvc|link\w{0,4}|ld|lnk\d{4}|collect2|make|cmake|setup\.py|wheels?|"
+                    r"extensions?|cpp_extension|jit|op_builder|builder|cpp|cu|cuh|so|pyd|dll|headers?|"
+                    r"include|nvrtc|triton)(?![a-z])")
 NEEDS = {"gpu_oom": _DEVICE, "config_json_syntax": _DS_CONFIG_READER, "scheduler_config": _SCHEDULE,
-         "port_conflict": _ADDRESS, "env_var_missing": _ENVIRON}
+         "port_conflict": _ADDRESS, "env_var_missing": _ENVIRON,
+         # a device that is not visible is named as one (out of fold: a launcher not installed)
+         "device_visibility": _DEVICE, "op_build_error": _BUILD}
 # A package that is not installed at all is no mismatch of installed versions: `No module named
 # 'peft'` (a top-level name; `transformers.deepspeed`, a module a release moved, still may be) or
 # "requires the following packages that were not found". The missing-package cases are
@@ -59,13 +68,17 @@ _PACKAGE_ABSENT = re.compile(r"(?i)no module named '?[a-z_][\w-]{0,100}'?(?![\w.
                              r"packages? (?:that (?:were|was|are|is) )?not (?:found|installed)|"
                              r"(?<![a-z])is not installed")
 EXCLUDES = {"version_mismatch": _PACKAGE_ABSENT}
+# A collective timeout that no rule names the cause is the echo of whatever stopped a peer (the
+# rules call a timeout the cause when it is one): out of fold the model named nccl_timeout of a
+# rank's AttributeError and of a storage overflow, by the watchdog lines the other ranks printed.
+NEVER = frozenset({"nccl_timeout"})
 
 
 def vetoed(category: str, text: str) -> bool:
-    """True when a class may not be answered of a text: it lacks the words the class needs, or
-    holds words that rule the class out."""
+    """True when a class may not be answered of a text: the model never answers it, or the
+    text lacks the words the class needs, or holds words that rule the class out."""
     needs, excludes = NEEDS.get(category), EXCLUDES.get(category)
-    return ((needs is not None and needs.search(text) is None)
+    return (category in NEVER or (needs is not None and needs.search(text) is None)
             or (excludes is not None and excludes.search(text) is not None))
 
 
