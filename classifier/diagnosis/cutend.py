@@ -135,13 +135,14 @@ def _decided_after_cut(pattern, msg, m, rule, budget) -> bool:
 def _forced_rest(pattern, msg, m, rule, budget) -> bool:
     """Whether the rest of a short partial match is fixed wording up to a complete match: the
     cut removed no choice. A short match is held to this, as `Attempted loss sca` must not pass
-    for `Attempted loss scale: 1`, nor `expected scalar typ` for a half-precision type."""
+    for `Attempted loss scale: 1`, nor `expected scalar typ` for a half-precision type; and
+    the cut must fall inside a word (`# transport retry counter` is a whole comment)."""
     text, start = msg, m.start()
     for _ in range(MAX_FORCED):
         nxt, complete = _admitted(pattern, text, start, rule, budget)
         ways = _one_way(nxt)
-        if len(ways) != 1:
-            return False
+        if len(ways) != 1 or text is msg and not (ways[0].isalnum() or ways[0] == "_"):
+            return False  # a choice, or a line that ends with a whole word may well be whole
         if complete:
             return True
         text += next(c for c in nxt if c.lower() == ways[0] or c == '"')  # as the pattern spells it

@@ -62,6 +62,8 @@ def test_an_unambiguous_prefix_names_the_failure_with_lower_confidence(cut, cate
     "[INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss sca",
     "RuntimeError: expected scalar typ",
     "RuntimeError: CUDA error: unc",
+    # ... and a line that ends with a whole word may well be whole (a setting's comment)
+    "NCCL_IB_RETRY_CNT=7  # transport retry counter",
 ])
 def test_a_prefix_cut_before_what_decides_is_not_a_cause(cut, tmp_path):
     # The rules and the cut-end matcher only: the fallback model may still guess from the words
