@@ -174,7 +174,7 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
     line = buf[at]
     # A cut stops inside a word: a line ending in a number, punctuation or a separator may
     # well be complete.
-    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalpha():
+    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT_SHORT or not line.msg[-1].isalpha():
         return
     # A copy of an earlier whole line (a warning or a retry printed again and again) is known to
     # its end: the rules that whole line matches are the ones the cut copy matches.

@@ -32,6 +32,7 @@ def _diagnose(tmp_path, text, use_model=True):
     # shorter than MIN_CUT, but most of a keyword read and only fixed wording left to its end
     ("[rank1]: RuntimeError: CUDA error: uncorrectable EC", "gpu_hardware"),
     ("CUDA error: uncorrectable ECC er", "gpu_hardware"),
+    ("uncorrectable ECC err", "gpu_hardware"),  # a line shorter than MIN_CUT
     ('  File "train.py", line 40, in step\nValueError("Attempting to unsc', "precision_conflict"),
 ])
 def test_an_unambiguous_prefix_names_the_failure_with_lower_confidence(cut, category, tmp_path):
