@@ -3,7 +3,9 @@
 `... Some NCCL operations have failed or timed ou` still names a collective timeout: a rule
 pattern that matches up to the end of the text and would go on matching (a partial match)
 counts there, and only there, when it covers at least MIN_CUT characters, with lower
-confidence (the hit carries `message_cut`). The values captured up to the cut are kept except
+confidence (the hit carries `message_cut`). A shorter one (from MIN_CUT_SHORT) counts when it
+has read most of one of the rule's keywords and only fixed wording is left up to its end
+(`CUDA error: uncorrectable EC`). The values captured up to the cut are kept except
 the one the cut may have shortened.
 
 A prefix counts only when it is unambiguous, that is, when the rest of the line could not
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 _PROBE = "abcdefghijklmnopqrstuvwxyz0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ" + "".join(
     c for c in map(chr, range(33, 127)) if not c.isalnum())
 MAX_FORCED = 48  # characters of fixed wording followed after the cut before giving up
+MIN_CUT_SHORT = 16     # a partial match shorter than MIN_CUT still counts from this length
+MIN_KEYWORD_READ = 12  # ... when it has read this many characters of one of the rule's keywords
 FREE = 8         # a rest that admits this many next characters is free text, a number or a name
 LIST = 4         # ... and this many, a list of names (fewer: variants of one wording)
 
@@ -43,9 +47,30 @@ LIST = 4         # ... and this many, a list of names (fewer: variants of one wo
 def _partial_at_end(pattern, msg, rule, budget):
     """The partial match of `pattern` that reaches the end of `msg`, or None."""
     m = budget.search(pattern, msg, rule.builtin, partial=True)
-    if m is None or m.end() != len(msg) or m.end() - match_start(m) < MIN_CUT:
+    if m is None or m.end() != len(msg):
+        return None
+    covered = m.end() - match_start(m)
+    if covered < MIN_CUT and (covered < MIN_CUT_SHORT or
+                              _keyword_read(rule, msg, match_start(m)) < MIN_KEYWORD_READ):
         return None
     return m
+
+
+def _keyword_read(rule, msg: str, start: int) -> int:
+    """How many characters of one of the rule's keywords, whole or cut where the line stops,
+    the match from `start` has read: a short match that has read most of a rule's own
+    distinctive words (`CUDA error: uncorrectable EC`) says as much as a long generic one."""
+    hay = msg[start:] if rule.exact_case else msg[start:].lower()
+    best = 0
+    for key in rule.keywords:
+        if key in hay:
+            best = max(best, len(key))
+            continue
+        for n in range(min(len(key) - 1, len(hay)), best, -1):
+            if hay.endswith(key[:n]):
+                best = n
+                break
+    return best
 
 
 def _admitted(pattern, text, start, rule, budget):
@@ -107,6 +132,23 @@ def _decided_after_cut(pattern, msg, m, rule, budget) -> bool:
     return False
 
 
+def _forced_rest(pattern, msg, m, rule, budget) -> bool:
+    """Whether the rest of a short partial match is fixed wording up to a complete match: the
+    cut removed no choice. A short match is held to this, as `Attempted loss sca` must not pass
+    for `Attempted loss scale: 1`, nor `expected scalar typ` for a half-precision type; and
+    the cut must fall inside a word (`# transport retry counter` is a whole comment)."""
+    text, start = msg, m.start()
+    for _ in range(MAX_FORCED):
+        nxt, complete = _admitted(pattern, text, start, rule, budget)
+        ways = _one_way(nxt)
+        if len(ways) != 1 or text is msg and not (ways[0].isalnum() or ways[0] == "_"):
+            return False  # a choice, or a line that ends with a whole word may well be whole
+        if complete:
+            return True
+        text += next(c for c in nxt if c.lower() == ways[0] or c == '"')  # as the pattern spells it
+    return False
+
+
 def _keyword_inside(rule, msg: str, start: int) -> bool:
     """Whether a keyword of the rule, whole or cut at the end, lies in the partial match.
 
@@ -132,7 +174,7 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
     line = buf[at]
     # A cut stops inside a word: a line ending in a number, punctuation or a separator may
     # well be complete.
-    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT or not line.msg[-1].isalpha():
+    if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT_SHORT or not line.msg[-1].isalpha():
         return
     # A copy of an earlier whole line (a warning or a retry printed again and again) is known to
     # its end: the rules that whole line matches are the ones the cut copy matches.
@@ -160,6 +202,8 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
             elif _decided_after_cut(pattern, line.msg, m, rule, budget):
                 open_.add(rule.category)
                 continue  # a shorter pattern of the rule may have read all it needs
+            if m.end() - match_start(m) < MIN_CUT and not _forced_rest(pattern, line.msg, m, rule, budget):
+                continue
             found.append((rule, m))
             break
     # Another category's rule that the cut stopped before its deciding words might have been

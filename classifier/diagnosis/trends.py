@@ -123,7 +123,12 @@ def _lines(*hits: Hit | None) -> list:
 
 
 def _loss_scale(s: _Series, ends_inside: bool) -> Hit | None:
-    values = [v for _, v in s.recent]
+    # Two ranks' lines interleaved print each scale twice, one line apart (16, 8, 16, 4, 8):
+    # a value met just before the previous one is the other rank's copy, not a recovery.
+    values = []
+    for _, v in s.recent:
+        if not (len(values) >= 2 and v == values[-2] and v != values[-1]):
+            values.append(v)
     streak = 1
     for a, b in zip(values, values[1:]):
         # Several ranks each report the same reduction (and DeepSpeed's hysteresis repeats a
@@ -131,7 +136,7 @@ def _loss_scale(s: _Series, ends_inside: bool) -> Hit | None:
         if b != a:
             streak = streak + 1 if b < a else 1
     last_hit, last_value = s.recent[-1]
-    if not (s.min <= FLOOR or (ends_inside and streak >= STREAK and last_value <= LOW)):
+    if not (s.min <= FLOOR or (ends_inside and streak >= STREAK and min(last_value, values[-1]) <= LOW)):
         return None
     first_value = _scale(s.first)
     facts = {"first_scale": f"{first_value:g}", "last_scale": f"{last_value:g}",

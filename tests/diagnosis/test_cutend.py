@@ -29,6 +29,11 @@ def _diagnose(tmp_path, text, use_model=True):
     # variants of one message (`port`, `rank`, `world size` missing from a tcp:// URL)
     ("[rank0]: AssertionError: Gradient accumulation steps: 0 has to be gr", "batch_size_mismatch"),
     ("ValueError: Error initializing torch.distributed using tcp:// rendezvo", "env_var_missing"),
+    # shorter than MIN_CUT, but most of a keyword read and only fixed wording left to its end
+    ("[rank1]: RuntimeError: CUDA error: uncorrectable EC", "gpu_hardware"),
+    ("CUDA error: uncorrectable ECC er", "gpu_hardware"),
+    ("uncorrectable ECC err", "gpu_hardware"),  # a line shorter than MIN_CUT
+    ('  File "train.py", line 40, in step\nValueError("Attempting to unsc', "precision_conflict"),
 ])
 def test_an_unambiguous_prefix_names_the_failure_with_lower_confidence(cut, category, tmp_path):
     d = _diagnose(tmp_path, HEAD + cut)
@@ -53,6 +58,13 @@ def test_an_unambiguous_prefix_names_the_failure_with_lower_confidence(cut, cate
     # rule looks for lies before the match, in slurmstepd's own prefix
     "slurmstepd: error: execve(): /tmp/slurmd/job00089/slu",
     "nvcc: error: /usr/local/cuda/include/cuda_runtime_api.h/tmp/build/ops/csrc/adam/multi_tensor_a",
+    # a short match held to fixed wording: the scale of 1 that makes a collapse was cut off (an
+    # early skip is healthy), as was the half-precision dtype; or too little of a keyword read
+    "[INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss sca",
+    "RuntimeError: expected scalar typ",
+    "RuntimeError: CUDA error: unc",
+    # ... and a line that ends with a whole word may well be whole (a setting's comment)
+    "NCCL_IB_RETRY_CNT=7  # transport retry counter",
 ])
 def test_a_prefix_cut_before_what_decides_is_not_a_cause(cut, tmp_path):
     # The rules and the cut-end matcher only: the fallback model may still guess from the words
@@ -78,3 +90,4 @@ def test_a_cut_copy_of_a_repeated_failure_line_counts_as_one_more(tmp_path):
     retry = "node1:2011:2011 [0] NCCL INFO Call to connect returned Connection timed out, retrying"
     d = _diagnose(tmp_path, (retry + "\n") * 5 + retry[:-2])
     assert d["category"] == "nccl_network" and d["facts"]["retries"] == 6
+

@@ -178,6 +178,18 @@ def test_a_halving_that_every_rank_reports_is_one_run_of_reductions(tmp_path):
     assert _diagnose(tmp_path, settle + _healthy_steps(60))["category"] == "none"
 
 
+def test_a_halving_two_ranks_interleaved_line_by_line_is_still_a_streak(tmp_path):
+    # unsynchronised writes: each line again one line later (16, 8, 16, 4, 8, 2, 4, ...)
+    lines = [f"Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {2.0 ** k}"
+             for k in range(10, 0, -1)]
+    mixed = lines[:1] + [x for i in range(1, len(lines)) for x in (lines[i], lines[i - 1])] + lines[-1:]
+    d = _diagnose(tmp_path, "epoch 0 step 10 loss 3.1\n" + "\n".join(mixed) + "\n")
+    assert d["category"] == "fp16_overflow" and d["facts"]["last_scale"] == 2.0
+    # a scale that comes back up between reductions, many lines on, is a recovery
+    settle = "\n".join(lines[:3] + lines[:3]) + "\n" + _healthy_steps(60)
+    assert _diagnose(tmp_path, settle)["category"] == "none"
+
+
 def _healthy_steps(n, start=0):
     return "".join(f"{{'loss': {2 - i / 1000:.3f}, 'learning_rate': 2e-05, 'epoch': 0.{i % 100:02d}}}\n"
                    for i in range(start, start + n))
