@@ -220,6 +220,20 @@ def test_vetoes_apply_out_of_fold_as_at_run_time():
     assert oof[-1] == ("unknown", 0.0)
 
 
+@pytest.mark.parametrize("category, text, vetoed_", [
+    ("device_visibility", "RuntimeError runtime error: launcher 'pdsh' not installed exc_runtimeerror", True),
+    ("device_visibility", "RuntimeError: CUDA error: invalid device ordinal exc_runtimeerror", False),
+    ("device_visibility", "frame_torch_cuda_init func_lazy_init", False),
+    ("op_build_error", "frame_pytorch_lightning_accelerators_accelerator func_setup_optimizers", True),
+    ("op_build_error", "RuntimeError: Error building extension 'fused_adam' exc_runtimeerror", False),
+    ("op_build_error", "fatal error LNK1181 aio.lib", False),
+    ("nccl_timeout", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 600000 ms", True),
+])
+def test_vetoes(category, text, vetoed_):
+    from classifier.diagnosis.fallback import vetoed
+    assert vetoed(category, text) is vetoed_
+
+
 def test_frames_only_text_is_answered_by_its_own_thresholds():
     from classifier.diagnosis.fallback import is_frames_only
     from classifier.diagnosis.region import model_text
@@ -420,10 +434,11 @@ def test_model_text_reads_the_words_of_a_failure_said_without_an_exception():
 def test_a_frame_that_drove_the_answer_is_shown_with_its_code_line(tmp_path, monkeypatch):
     import classifier.diagnosis.fallback as m
     from classifier.diagnosis.diagnose import diagnose_job
-    # (device_visibility: env_var_missing would be vetoed, as these frames name no environment.)
-    data = {"classes": ["device_visibility", "unknown"], "vocabulary": {"func_setup_dist": 0}, "idf": [1.0],
-            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"device_visibility": 0.5},
-            "frame_thresholds": {"device_visibility": 0.5}}
+    # (connection_failure: env_var_missing and device_visibility would be vetoed, as these
+    # frames name neither the environment nor a device.)
+    data = {"classes": ["connection_failure", "unknown"], "vocabulary": {"func_setup_dist": 0}, "idf": [1.0],
+            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"connection_failure": 0.5},
+            "frame_thresholds": {"connection_failure": 0.5}}
     log = tmp_path / "job.log"
     log.write_text("Traceback (most recent call last):\n"
                    '  File "/work/utils/dist_util.py", line 22, in setup_dist\n'
@@ -432,5 +447,5 @@ def test_a_frame_that_drove_the_answer_is_shown_with_its_code_line(tmp_path, mon
                    "    main()\n")
     monkeypatch.setattr(m, "_MODEL", TextModel(data))
     d = diagnose_job([str(log)])
-    assert d["source"] == "model" and d["category"] == "device_visibility"
+    assert d["source"] == "model" and d["category"] == "connection_failure"
     assert [ev["line"] for ev in d["evidence"]] == [2, 3]   # the frame and the code under it
