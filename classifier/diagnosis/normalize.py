@@ -84,6 +84,9 @@ _PROGRESS_HEAD = re_compile(r"^" + _BAR)
 _BOX_LEFT = re_compile(r"(?<!\s)(?=(\s*))\1[│┃║]\s?")  # used with match(); the lookbehind keeps search() linear too
 _BOX_RIGHT = re_compile(r"(?<!\s)\s*[│┃║]\s*$")  # starts at a run of spaces, not inside it: linear
 _BOLD_HEAD = re_compile(r"[A-Za-z][\w.]{0,80}(?::|\s)")  # bold around an error line or a sentence
+# Ray's log dedup appends ` [repeated 6x across cluster]` (the first time with a note on
+# RAY_DEDUP_LOGS) to any line: not the message's end, which `$` patterns and cut tests read.
+_RAY_DEDUP = re_compile(r"[ \t]{0,8}\[repeated \d{1,9}x across cluster\](?:\s*\(Ray deduplicates[^()]{0,400}\))?\s*$")
 
 # Rules see the first 8 KiB of a line: every message they know fits, and a 64 KiB line of
 # binary noise or inlined build output cannot make a three-line window cost megabytes.
@@ -100,8 +103,6 @@ RUN_STEP = 32   # the message is sampled every RUN_STEP characters
 SQUEEZED = 8
 _SAME3 = re_compile(r"(.)\1\1", re.DOTALL)  # three equal samples in a row
 _RUN_OF: dict[str, "re.Pattern"] = {}       # character -> the pattern of its squeezable runs
-
-
 _GIST_FROM = 8 * RUN_STEP  # shorter messages are their own gist
 
 
@@ -224,8 +225,6 @@ for _c in " \t\n\r\x0b\x0c":  # only srun's label may follow spaces (`  3: ...`)
     _PREFIX_FIRST[_c] = (_SRUN_LABEL,)
 
 
-
-
 def _without(drop: tuple) -> dict:
     return {c: v if type(v) is dict else tuple(p for p in v if p not in drop)
             for c, v in _PREFIX_FIRST.items()}
@@ -304,6 +303,8 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     if m:
         msg = _BOX_RIGHT.sub("", msg[m.end():])
     msg = msg.strip()
+    if "x across cluster]" in msg:
+        msg = _RAY_DEDUP.sub("", msg)
     if msg[:1] == "`":
         msg = _inline_code(msg)
     elif msg[:2] in ("**", "__"):  # retyped in markdown bold (`**RuntimeError: ...**`), maybe cut

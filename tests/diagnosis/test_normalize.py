@@ -152,3 +152,44 @@ def test_a_message_quoted_as_inline_code_loses_its_backticks(line, msg):
 ])
 def test_a_message_retyped_in_markdown_bold_loses_its_marks(line, msg):
     assert peel_prefixes(line)[0] == msg
+
+
+RAY_NOTE = ("(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or"
+            " see https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html"
+            "#log-deduplication for more options.)")
+RAY_DEDUP = [
+    # Ray's log dedup suffix is the driver's, not the message's: it goes like a prefix does
+    ("RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details) [repeated 6x across cluster]",
+     "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"),
+    ("(RayTrainWorker pid=954, ip=10.67.132.202) node-5:954:3133 [6] NCCL INFO Using network Socket [repeated 15x across cluster]",
+     "node-5:954:3133 [6] NCCL INFO Using network Socket"),
+    (f"(pid=38582) [rank3]: RuntimeError: Connection refused [repeated 7x across cluster] {RAY_NOTE}",
+     "RuntimeError: Connection refused"),
+    # a line Ray itself received cut keeps its cut end
+    ("(RayWorker pid=75832) bms-airtrunk-c-g1v2-ap [repeated 2x across cluster]", "bms-airtrunk-c-g1v2-ap"),
+    # the words inside a message, or without Ray's exact shape, stay
+    ("[repeated 3x across cluster] ValueError: x", "[repeated 3x across cluster] ValueError: x"),
+    ("WARNING: step skipped [repeated 3 times]", "WARNING: step skipped [repeated 3 times]"),
+]
+
+
+@pytest.mark.parametrize("line,msg", RAY_DEDUP, ids=[c[0][:30] for c in RAY_DEDUP])
+def test_ray_dedup_suffix_is_peeled(line, msg):
+    assert peel_prefixes(line)[0] == msg
+
+
+def test_a_line_anchored_rule_still_reads_a_ray_deduplicated_traceback(tmp_path):
+    from classifier.diagnosis.diagnose import diagnose_job
+    from classifier.rules.load import default_rules
+    head = "(RayTrainWorker pid=4821, ip=10.0.4.7) "
+    tail = " [repeated 7x across cluster]"
+    log = tmp_path / "ray.log"
+    log.write_text("\n".join([
+        head + "Traceback (most recent call last):",
+        head + '  File "/opt/venv/lib/python3.10/site-packages/torch/distributed/rendezvous.py", line 143,'
+        " in _env_rendezvous_handler" + tail,
+        head + "    store = TCPStore(master_addr, master_port, world_size, start_daemon)" + tail,
+        head + "RuntimeError: Connection refused" + tail + " " + RAY_NOTE,
+    ]) + "\n")
+    d = diagnose_job([str(log)], default_rules())
+    assert (d["category"], d["rule"]) == ("connection_failure", "connection_failure.store_connect_errno")
