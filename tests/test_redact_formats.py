@@ -200,15 +200,25 @@ def _corpus_logs():
             yield path
 
 
+# Corpus lines the redactor masks although they hold no real secret: a token-shaped value right
+# after a secret word. Masking such a value costs a reader little; letting a token through would
+# cost much, so these stay masked, and any other change to the corpus is a failure.
+_MASKED_ON_PURPOSE = {
+    # a Taskcluster worker's temporary client id after "credentials:" (mixed case and digits
+    # over 60 characters; the client id is public, its access token is not printed)
+    "corpus/public/gpu_hardware/mozilla__translations__1002.log:4",
+}
+
+
 def test_redaction_changes_no_line_of_the_corpus():
     # The corpus holds no real secret; every line, and every pair of neighbouring lines (the
-    # hard-wrap join), must come out exactly as it went in.
+    # hard-wrap join), must come out exactly as it went in, but for the lines masked on purpose.
     changed = []
     for path in _corpus_logs():
         data = gzip.open(path, "rb").read() if path.suffix == ".gz" else path.read_bytes()
         lines = data.decode("utf-8", "replace").splitlines()
         for i, (before, after) in enumerate(zip(lines, redact_lines(lines)), 1):
             if before != after:
-                changed.append(f"{Path(path).relative_to(ROOT)}:{i}: {after[:160]}")
+                changed.append(f"{Path(path).relative_to(ROOT).as_posix()}:{i}")
     assert len(list(_corpus_logs())) > 800
-    assert changed == []
+    assert set(changed) == _MASKED_ON_PURPOSE
