@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from conftest import DEMO, ROOT
 
 # An import hook records every attempt, so the test fails even where the heavy packages
@@ -36,17 +38,24 @@ def test_rule_hit_diagnosis_imports_nothing_heavy():
     assert proc.stdout.strip() == "clean"
 
 
-def test_a_common_command_line_imports_neither_argparse_nor_pathlib(tmp_path):
-    # Each cost a small log's run a few ms (classifier/diagnosis/quickargs.py, rules/files.py).
+@pytest.mark.parametrize("big", [False, True], ids=["small log", "log past the prefilter's head"])
+def test_a_common_command_line_imports_neither_argparse_nor_pathlib(tmp_path, big):
+    # Each cost a small log's run a few ms (classifier/diagnosis/quickargs.py, rules/files.py;
+    # the finder's cache key for a log long enough to be searched, finder.py).
     # `-S` keeps site's .pth hooks out (an editable install's finder imports pathlib itself);
     # the second run is the one measured: the first may build the caches.
     import sysconfig
+    log = DEMO
+    if big:
+        log = tmp_path / "long.log"
+        steps = "".join(f"[rank{i % 16}]: step {i} loss 1.{i % 97:02d}\n" for i in range(5000))
+        log.write_text(steps + DEMO.read_text())
     env = {"PYTHONPATH": f"{ROOT}{__import__('os').pathsep}{sysconfig.get_paths()['purelib']}",
            "DSDIAG_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
     probe = ("import sys; from classifier.cli import main; code = main(['--format', 'json', sys.argv[1]]); "
              "sys.stderr.write(repr(sorted(m for m in ('argparse', 'pathlib') if m in sys.modules)))")
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-S", "-c", probe, str(DEMO)], capture_output=True,
+        proc = subprocess.run([sys.executable, "-S", "-c", probe, str(log)], capture_output=True,
                               text=True, cwd=ROOT, timeout=60, env=env)
     assert proc.stderr.strip() == "[]", proc.stderr[-2000:]
     assert '"category": "gpu_oom"' in proc.stdout
