@@ -201,6 +201,9 @@ class Scanners:
         return value
 
     def close(self) -> None:
-        """Let the threads go once the chunks in flight are done."""
+        """Let the threads go once the chunks in flight are done, and wait for them: a file
+        after this one may fork a scanning process only where no other thread runs (split.py)."""
         for _ in self._threads:
             self._inbox.put(None)
+        for thread in self._threads:
+            thread.join()

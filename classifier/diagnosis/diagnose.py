@@ -72,7 +72,8 @@ def _raw_lines(path, warnings, rules, chunk_size, select, limits, repeats=None, 
 
     return select_lines(byte_chunks(path, warnings, chunk_size or BIG_CHUNK, limits),
                         display_name(path), warnings, finder,
-                        repeats=None if repeats is None else repeats.setdefault(display_name(path), {}))
+                        repeats=None if repeats is None else repeats.setdefault(display_name(path), {}),
+                        path=path if limits is None or limits.follow is None else None)
 
 
 def _finding(category, hits, ranks_seen, bf16_run=False):

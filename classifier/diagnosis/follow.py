@@ -141,10 +141,14 @@ class _Capped(_Reader):
         except OSError:
             now = 0  # what was read stands; only the note about growth is lost
         if self._pos >= self._cap and now > self._cap and self._warnings is not None:
-            self._warnings.add("still_growing", f"{self._name}: still being written: read up "
-                               f"to its size when opened ({self._opened:,} bytes; {now:,} now); "
-                               f"--follow reads on as it grows")
+            still_growing(self._warnings, self._name, self._opened, now)
         self._fh.close()
+
+
+def still_growing(warnings: "Warnings", name: str, opened: int, now: int) -> None:
+    """Warn that a file read up to its size at open (`opened`) has grown to `now` since."""
+    warnings.add("still_growing", f"{name}: still being written: read up to its size when "
+                 f"opened ({opened:,} bytes; {now:,} now); --follow reads on as it grows")
 
 
 class _Followed(_Reader):

@@ -17,6 +17,7 @@ from classifier.diagnosis.decode import decode_whole
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
 from classifier.diagnosis.chunking import (Scanners, count_lines, line_chunks, newlines, steady_heap,
                                            use_numpy)
+from classifier.diagnosis import split
 from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 from classifier.diagnosis.storms import KEEP as STORM_KEEP, RUN as STORM_RUN, Storms
 
@@ -295,11 +296,10 @@ class _Selector:
         self.emitted = self.base
 
 
-
 def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
                  finder: "PurePythonFinder | HyperscanFinder | Callable[[], Any]",
                  chunk_bytes: int = BIG_CHUNK, scanners: int | None = None,
-                 repeats: dict | None = None) -> Iterator[RawLine]:
+                 repeats: dict | None = None, path: str | None = None) -> Iterator[RawLine]:
     """Yield the RawLines of an input worth diagnosing, from its byte chunks.
 
     `finder` may be a function that makes one: an input of at most HEAD + TAIL lines (most
@@ -307,18 +307,32 @@ def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
 
     With Hyperscan, which lets go of the GIL while it scans, `scanners` threads (default:
     SCANNERS where there is more than one core; 0: none) search the next chunks while this
-    one is read on; the chunks in flight are bounded, so memory stays flat. Copies of a line
-    past storms.KEEP are counted, not yielded (storms.py), with a warning; `repeats` gets
-    {lineno: copies} for each line read that ends a run of skipped copies of itself.
+    one is read on; the chunks in flight are bounded, so memory stays flat; a child process
+    scans half of a big file at `path` (split.py). Copies of a line past storms.KEEP are
+    counted, not yielded (storms.py), with a warning; `repeats` gets {lineno: copies} for
+    each line read that ends a run of skipped copies of itself.
     """
     selector = _Selector(source, warnings, repeats)
-    yield from _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners)
+    yield from _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners, path)
     storm = selector.storms.warning(source)
     if storm:
         warnings.add("repeated_lines", storm)
 
 
-def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
+def _made(finder):  # the finder, made now if it was given as a function that makes one
+    return finder() if callable(finder) and not hasattr(finder, "scan") else finder
+
+
+def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners, path):
+    size = split.big_file(path, chunk_bytes) if scanners != 0 else 0
+    if size and split.can_fork(finder := _made(finder)):
+        child = split.Child(path, size, chunk_bytes, finder)  # scans the file's second half
+        try:
+            yield from _threaded(selector, split.parent_pieces(path, size, chunk_bytes, source, warnings),
+                                 finder, SCANNERS, child)
+        finally:
+            child.close()
+        return
     pieces = line_chunks(chunks, source, warnings, chunk_bytes)
     first = next(pieces, None)
     if first is None:
@@ -328,8 +342,7 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
         # Head and tail cover every line: nothing to search for.
         yield from selector.whole(first[0])
         return
-    if callable(finder) and not hasattr(finder, "scan"):
-        finder = finder()
+    finder = _made(finder)
     if scanners is None:
         scanners = SCANNERS if finder.parallel and (os.cpu_count() or 1) > 1 else 0
     if scanners < 1 or first[1]:  # one piece (most logs): no thread to start
@@ -341,10 +354,14 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
             found = finder.scan(chunk) if selector.budget > 0 else {}
             yield from selector.chunk(chunk, found, last)
         return
+    yield from _threaded(selector, ((None, chunk, last) for chunk, last in pieces), finder, scanners)
+
+
+def _threaded(selector, pieces, finder, scanners, child=None):
     pool = Scanners(scanners, finder)
     try:
         ahead = deque()
-        for n, (chunk, last) in enumerate(pieces):
+        for n, (k, chunk, last) in enumerate(pieces):
             if n == NUMPY_AFTER:
                 use_numpy()
                 steady_heap()
@@ -352,11 +369,12 @@ def _select(selector, chunks, source, warnings, finder, chunk_bytes, scanners):
             copies = _storm_copies(selector, chunk, last)
             if copies is not None:
                 ahead.append((chunk, last, copies, None, None))
+            elif child is not None and k is not None and k >= child.first:
+                ahead.append((chunk, last, None, split.ChildBox(child, k, finder, chunk), None))
             else:
-                # Counted here while the scanner scans: the scanner is the critical path (each
-                # match it reports waits for the GIL), and the reader has time to spare; with
-                # numpy (past NUMPY_AFTER) the count lets go of the GIL as well. Dense 1 GB
-                # log: 1.84 / 1.86 -> 1.81 / 1.83 s best / median counted in the scanner.
+                # Counted here while the scanner scans, the critical path (each match it reports
+                # waits for the GIL); numpy's count (past NUMPY_AFTER) lets go of the GIL too.
+                # Dense 1 GB log: 1.84 / 1.86 -> 1.81 / 1.83 s best / median counted there.
                 done = pool.submit(chunk, count=False)
                 ahead.append((chunk, last, None, done, newlines(chunk)))
             if len(ahead) > scanners:
