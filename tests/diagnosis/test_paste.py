@@ -288,6 +288,13 @@ def _broken_after(whole: str, mark: str) -> list[str]:
                   "num_updates="),
     _broken_after("OSError: [Errno 28] No space left on device: '/scratch/ckpt/global_step500/"
                   "mp_rank_00_model_states.pt'", "global_step500/"),
+    # before what closes a token and never starts a line: a bracket, a colon, a comma
+    _broken_after("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:136] Timed "
+                  "out waiting 1800000ms for send operation to complete", "unbound_buffer.cc:136"),
+    _broken_after("DistBackendError: NCCL error in: ../c10d/ProcessGroupNCCL.cpp:3376, internal error",
+                  "ProcessGroupNCCL.cpp"),
+    _broken_after("DistBackendError: NCCL error in: ../c10d/ProcessGroupNCCL.cpp:3376, internal error",
+                  "ProcessGroupNCCL.cpp:3376"),
 ])
 def test_a_short_paste_wrapped_inside_a_token_at_punctuation_is_joined(pieces):
     assert len(pieces[0]) == 80
