@@ -92,6 +92,12 @@ def _column_ruler(text: str) -> bool:
     return _COLUMN_RULER.fullmatch(text) is not None
 
 
+def _box_row(text: str) -> bool:
+    """A table's row or rule that ends in its box edge (nvidia-smi's `|`, `+`): laid out to a
+    width, never text a program wrapped itself."""
+    return text[-1:] in _NOT_CUT or text[-1:] == "+"
+
+
 def _uncut_end(text: str) -> bool:
     """A line that ends as a whole line does: in a box's edge or in padding (two blanks)."""
     return text[-1:] in _NOT_CUT or text[-2:].isspace()
@@ -131,7 +137,7 @@ def wrap_width(texts: list[str]) -> int | None:
     # together, per column, many times over (a wrapped line's last piece, after a piece at
     # the column, is no line of its own)
     near = len({t for t, before in zip(texts, [""] + texts)
-                if width - 8 <= len(t) < width and len(before) != width})
+                if width - 8 <= len(t) < width and len(before) != width and not _box_row(t)})
     if len(at) >= MIN_WRAPPED and len(at) > near / 4:
         return width
     # Too few lines to tell by counting (a short paste, one message wrapped): a terminal's

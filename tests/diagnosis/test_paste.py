@@ -316,3 +316,16 @@ def test_a_short_paste_wrapped_inside_a_token_at_punctuation_is_joined(pieces):
 def test_a_line_ending_in_punctuation_before_a_new_message_is_not_a_wrap(lines):
     assert len(lines[0]) == 80 and lines[0].endswith(".")
     assert wrap_width(lines + ["done"]) is None
+
+
+def test_a_wrap_next_to_a_boxed_table_just_narrower_is_joined():
+    # nvidia-smi's rows end one column short of the terminal: laid out to a width, they are no
+    # text its program wrapped itself, and do not outvote the message broken at the column
+    table = ["+" + "-" * 77 + "+", "| NVIDIA-SMI 418.116.00".ljust(78) + "|"] + [
+        f"|   {gpu}  Tesla V100-SXM2...  On   | 0000000{gpu}:04:00.0 Off |".ljust(78) + "|"
+        for gpu in range(6)]
+    whole = "Cuda error in file 'examples/amgx_mpi_capi.c' in line 149 : no CUDA-capable device is detected."
+    pieces = [whole[:80], whole[80:]]
+    lines = pieces + pieces + table
+    assert wrap_width(lines) == 80
+    assert (1, whole) in _msgs("\n".join(lines))
