@@ -14,9 +14,9 @@ have told another story:
   (torch's `... cannot be initialized to connect to [localhost.localdom`, a warning repeated
   for each address, is healthy once it goes on to `errno: 97`; a cut NCCL retry is a retry);
 - a rule that decides after the cut: a pattern whose still-unmatched part is a choice among
-  named alternatives (`... keyword argument '(dispatch_batches|split_batches|...)'`) or a
-  code of two digits or more (`exit code 255`) has not yet read what decides it, and does
-  not fire;
+  named alternatives (`... keyword argument '(dispatch_batches|split_batches|...)'`), among
+  a few codes (`cannot be retrieved (gai error: -(?:2|3|5)`) or a code of two digits or more
+  (`exit code 255`) has not yet read what decides it, and does not fire;
 - other rules: when such an undecided rule is of another category than the rules that would
   fire (`TypeError: Accelerator.__init__() got an unexpected` may go on to a renamed API, a
   scheduler argument or an optimizer's), the words that decide were cut off, and none fires.
@@ -125,7 +125,10 @@ def _decided_after_cut(pattern, msg, m, rule, budget) -> bool:
         if len(nxt) >= LIST:
             return True   # a list of names: the one that decides was cut off
         if len(nxt) != 1:
-            return False  # a wording's variants (`status` or `code`, `sm_` or `compute_`)
+            # a wording's variants (`status` or `code`, `sm_` or `compute_`, `fp16` or `fp32`),
+            # but a choice of a few codes starting a value (`gai error: -(?:2|3|5)`) is what
+            # decides, and it was cut
+            return bool(nxt) and all(c.isdigit() for c in nxt) and not text[-1:].isalnum()
         if nxt[0].isdigit() and not text[-1:].isalnum() and _fixed_number(pattern, text, start, rule, budget):
             return True   # a code the pattern names (`exit code 255`; not `bf16`, `than 0`)
         text += nxt[0]

@@ -38,6 +38,9 @@ _DIGITS = re_compile(r"\d+")
 _LABEL_LIKE = re_compile(r"[\d>|#-]")
 _FRAME_END = re_compile(r'", line \d+, in [\w<>.]+$')
 _NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a box's right edge: a line ending in one is whole
+# What goes on a token and never starts a line: `...unbound_buffer.cc:136` + `] Timed out`,
+# `...ProcessGroupNCCL.cpp` + `:3376, internal error`
+_CLOSES = frozenset("]),:;")
 
 
 def _unescape(s: str) -> str:
@@ -89,6 +92,12 @@ def _column_ruler(text: str) -> bool:
     return _COLUMN_RULER.fullmatch(text) is not None
 
 
+def _box_row(text: str) -> bool:
+    """A table's row or rule that ends in its box edge (nvidia-smi's `|`, `+`): laid out to a
+    width, never text a program wrapped itself."""
+    return text[-1:] in _NOT_CUT or text[-1:] == "+"
+
+
 def _uncut_end(text: str) -> bool:
     """A line that ends as a whole line does: in a box's edge or in padding (two blanks)."""
     return text[-1:] in _NOT_CUT or text[-2:].isspace()
@@ -128,7 +137,7 @@ def wrap_width(texts: list[str]) -> int | None:
     # together, per column, many times over (a wrapped line's last piece, after a piece at
     # the column, is no line of its own)
     near = len({t for t, before in zip(texts, [""] + texts)
-                if width - 8 <= len(t) < width and len(before) != width})
+                if width - 8 <= len(t) < width and len(before) != width and not _box_row(t)})
     if len(at) >= MIN_WRAPPED and len(at) > near / 4:
         return width
     # Too few lines to tell by counting (a short paste, one message wrapped): a terminal's
@@ -156,7 +165,7 @@ def _broken_in_word(text: str, after: str) -> bool:
     # so is `compile` then `PyTorch` (a lower-case letter never wraps into a capital)
     inside = (a.isalpha() and b.isalpha() and not (a.islower() and b.isupper())) or \
         (a.isdigit() and b.isdigit()) or (a == "_" and b.isalnum()) or (b == "_" and a.isalnum()) \
-        or _joiner(text, b)
+        or _joiner(text, b) or (a.isalnum() and b in _CLOSES)
     # A terminal breaks a sentence at its column, blank included: one blank, then a word that
     # goes on with it (`is not` + ` equal`, `failed to ` + `connect`), which neither an
     # indented line (two blanks or more) nor a new message (none, or a capital) starts with.

@@ -288,6 +288,13 @@ def _broken_after(whole: str, mark: str) -> list[str]:
                   "num_updates="),
     _broken_after("OSError: [Errno 28] No space left on device: '/scratch/ckpt/global_step500/"
                   "mp_rank_00_model_states.pt'", "global_step500/"),
+    # before what closes a token and never starts a line: a bracket, a colon, a comma
+    _broken_after("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:136] Timed "
+                  "out waiting 1800000ms for send operation to complete", "unbound_buffer.cc:136"),
+    _broken_after("DistBackendError: NCCL error in: ../c10d/ProcessGroupNCCL.cpp:3376, internal error",
+                  "ProcessGroupNCCL.cpp"),
+    _broken_after("DistBackendError: NCCL error in: ../c10d/ProcessGroupNCCL.cpp:3376, internal error",
+                  "ProcessGroupNCCL.cpp:3376"),
 ])
 def test_a_short_paste_wrapped_inside_a_token_at_punctuation_is_joined(pieces):
     assert len(pieces[0]) == 80
@@ -309,3 +316,16 @@ def test_a_short_paste_wrapped_inside_a_token_at_punctuation_is_joined(pieces):
 def test_a_line_ending_in_punctuation_before_a_new_message_is_not_a_wrap(lines):
     assert len(lines[0]) == 80 and lines[0].endswith(".")
     assert wrap_width(lines + ["done"]) is None
+
+
+def test_a_wrap_next_to_a_boxed_table_just_narrower_is_joined():
+    # nvidia-smi's rows end one column short of the terminal: laid out to a width, they are no
+    # text its program wrapped itself, and do not outvote the message broken at the column
+    table = ["+" + "-" * 77 + "+", "| NVIDIA-SMI 418.116.00".ljust(78) + "|"] + [
+        f"|   {gpu}  Tesla V100-SXM2...  On   | 0000000{gpu}:04:00.0 Off |".ljust(78) + "|"
+        for gpu in range(6)]
+    whole = "Cuda error in file 'examples/amgx_mpi_capi.c' in line 149 : no CUDA-capable device is detected."
+    pieces = [whole[:80], whole[80:]]
+    lines = pieces + pieces + table
+    assert wrap_width(lines) == 80
+    assert (1, whole) in _msgs("\n".join(lines))
