@@ -12,7 +12,6 @@ is whole says more than its source (an f-string's `{values}` are filled in), and
 that raises a variable (`raise err`) proves nothing about the wording.
 """
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
@@ -21,7 +20,6 @@ from classifier.diagnosis.match import scan
 if TYPE_CHECKING:
     from classifier.diagnosis.budget import RegexBudget
     from classifier.diagnosis.match import Hit, KeywordIndex
-    from classifier.diagnosis.normalize import Line
     from classifier.diagnosis.traceback import Raised
 
 # The string a `raise Type("...")` or `assert cond, "..."` statement starts with (a prefix
@@ -64,26 +62,6 @@ def _lost_message(raised: "Raised") -> tuple[str, str] | None:
         if len(shown) >= len(literal.strip()) or not literal.startswith(shown):
             return None
     return etype, literal
-
-
-def lone_statements(tails: Iterable["Line"], records: list["Raised"]) -> list["Raised"]:
-    """Records for inputs that end on a raise/assert statement no traceback holds.
-
-    A paste of the raising statement alone (or under a frame head too cut to parse) shows the
-    message only there; one that ends on it is the failure, not a code listing going on.
-    """
-    from classifier.diagnosis.traceback import Frame, Raised
-
-    held = {(r.last.source, r.last.lineno) for r in records if r.last is not None}
-    out = []
-    for line in tails:
-        source = line.msg.strip()
-        if (line.source, line.lineno) in held or raise_literal(source) is None:
-            continue
-        raised = Raised(line.source, line.rank, line.host, line, last=line)
-        raised.frames.append(Frame("", "", None, source))
-        out.append(raised)
-    return out
 
 
 def source_hits(records: list["Raised"], index: "KeywordIndex", budget: "RegexBudget",

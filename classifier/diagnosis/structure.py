@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from classifier.precompiled import re_compile
 from classifier.vocabulary import PROGRESS
 from classifier.diagnosis.match import Hit
-from classifier.diagnosis.raisesite import lone_statements, source_hits
+from classifier.diagnosis.raisesite import source_hits
 from classifier.diagnosis.traceback import TracebackCollector
 from classifier.diagnosis.trends import TrendHits
 
@@ -267,13 +267,10 @@ class DeferredHits:
         # communicators built (DeepSpeed, HF and accelerate read the config before either).
         self._started: dict[str, int] = {}
         self._stepping: dict[str, int] = {}
-        self._tail: dict[str, "Line"] = {}  # each input's last non-blank line
 
     def feed(self, line: "Line") -> None:
         """See one normalised line (builds the job's tracebacks)."""
         self.tracebacks.feed(line)
-        if line.msg and not line.msg.isspace():
-            self._tail[line.source] = line
         src, gist = line.source, line.gist
         if src not in self._started and (line.rank is not None or _TRAINING_RUN.search(gist)):
             self._started[src] = line.lineno
@@ -322,7 +319,7 @@ class DeferredHits:
                 covered.setdefault(line.source, []).append(line.lineno)
         out += structure_hits(records, rules, covered, self.training_at, last_lineno)
         if index is not None:
-            out += source_hits(records + lone_statements(self._tail.values(), records), index, budget,
+            out += source_hits(records, index, budget,
                                lambda raised: _explained(raised, covered),
                                lambda structure, raised: meets(structure, raised,
                                                                self.training_at(raised.line)))

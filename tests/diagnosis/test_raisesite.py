@@ -76,32 +76,3 @@ def test_a_statement_of_a_healthy_wording_stays_unexplained(tmp_path):
     text = FRAMES.replace('raise ValueError("Type fp16 is not supported.")',
                           'raise ValueError("label column missing from the csv")')
     assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
-
-
-@pytest.mark.parametrize("text, category", [
-    # the statement alone, a full stop glued on by the prose
-    ('raise ValueError("Attempting to unscale FP16 gradients.").\n', "precision_conflict"),
-    # under a frame head cut to its tail, with a rank prefix
-    ('line 75, in __init__\n    raise ValueError("Type fp16 is not supported.")\n', "precision_conflict"),
-    ('[rank1]:     raise ValueError("Type fp16 is not supported.")\n', "precision_conflict"),
-    # an assert whose message is an f-string
-    ("assert not (self.bfloat16_enabled and (self.zero_optimization_stage not in {1, 2, 3})), "
-     "f'bfloat16 mode is only enabled for Zero 1,2,3 currently. got {self.zero_optimization_stage}\n",
-     "precision_conflict"),
-])
-def test_a_paste_that_ends_on_a_lone_raising_statement(tmp_path, text, category):
-    result = _diagnose(tmp_path, text)
-    assert result["category"] == category
-    assert "raise_statement" in result["facts"]
-
-
-@pytest.mark.parametrize("text", [
-    # a code listing that goes on after the statement is not a failure
-    'if not ok:\n    raise ValueError("Type fp16 is not supported.")\nreturn model\n',
-    # a lone statement of a wording no rule knows
-    'raise ValueError("label column missing from the csv")\n',
-    # a raise of a variable proves nothing about the wording
-    'raise err\n',
-])
-def test_a_lone_statement_that_is_not_a_known_failure(tmp_path, text):
-    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
