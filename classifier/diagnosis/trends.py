@@ -10,6 +10,8 @@ loss_scale  fp16 dynamic loss scaling that keeps halving: DeepSpeed's `OVERFLOW!
             settles are healthy (every fp16 run starts that way); the run is collapsing when
             the scale has fallen to 1 or below, or when the log ends inside a run of at least
             STREAK reductions that has brought the scale down to LOW or below.
+loss_scale_log  the same read from a scale that is logged every step, overflow or not (a
+            `loss_scale:` column, a logger's parameter): it counts only once the values fell.
 events      a hardware event that is noise once and a fault when it repeats (driver Xids that
             no single-line rule calls fatal): at least EVENTS hits in the job. The facts list
             every code seen (`xid_codes`), the first code and device, and how many events.
@@ -24,7 +26,8 @@ from collections import deque
 from classifier.diagnosis.match import Hit
 from classifier.numbers import finite_float
 
-TREND_KINDS = ("loss_scale", "events", "retries")
+TREND_KINDS = ("loss_scale", "loss_scale_log", "events", "retries")
+SCALES = ("loss_scale", "loss_scale_log")
 FLOOR = 1.0     # DeepSpeed's and apex's default min_loss_scale
 LOW = 128.0
 STREAK = 5
@@ -70,8 +73,8 @@ class TrendHits:
     def add(self, hit: Hit) -> None:
         """Record one line hit of a trend rule."""
         kind = hit.rule.trend
-        value = _scale(hit) if kind == "loss_scale" else None
-        if kind == "loss_scale" and value is None:
+        value = _scale(hit) if kind in SCALES else None
+        if kind in SCALES and value is None:
             return
         key = (hit.rule.id, hit.first.source)
         s = self._series.get(key)
@@ -87,7 +90,7 @@ class TrendHits:
             s.min = value
         s.count += 1 + self.repeats.get(hit.first.source, {}).get(hit.first.lineno, 0)
         s.last = hit
-        if kind == "loss_scale":
+        if kind in SCALES:
             s.min = min(s.min, value)
             s.recent.append((hit, value))
             return
@@ -103,8 +106,8 @@ class TrendHits:
             kind = s.rule.trend
             tail = RETRY_TAIL if kind == "retries" else TAIL
             ends_inside = s.last.lines[-1].lineno + tail >= last_lineno.get(source, 0)
-            if kind == "loss_scale":
-                hit = _loss_scale(s, ends_inside)
+            if kind in SCALES:
+                hit = _loss_scale(s, ends_inside, kind == "loss_scale_log")
             elif kind == "events":
                 hit = _events(s) if s.count >= EVENTS else None
             else:
@@ -122,7 +125,7 @@ def _lines(*hits: Hit | None) -> list:
     return out
 
 
-def _loss_scale(s: _Series, ends_inside: bool) -> Hit | None:
+def _loss_scale(s: _Series, ends_inside: bool, must_fall: bool = False) -> Hit | None:
     # Two ranks' lines interleaved print each scale twice, one line apart (16, 8, 16, 4, 8):
     # a value met just before the previous one is the other rank's copy, not a recovery.
     values = []
@@ -135,6 +138,9 @@ def _loss_scale(s: _Series, ends_inside: bool) -> Hit | None:
         # scale): an equal value neither extends nor breaks the run.
         if b != a:
             streak = streak + 1 if b < a else 1
+    # A logged scale (a column, a parameter) is no overflow by itself: it must have fallen.
+    if must_fall and not any(b < a for a, b in zip(values, values[1:])):
+        return None
     last_hit, last_value = s.recent[-1]
     if not (s.min <= FLOOR or (ends_inside and streak >= STREAK and min(last_value, values[-1]) <= LOW)):
         return None

@@ -31,7 +31,7 @@ _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
               "not_near", "structure", "trend", "remediation", "examples", "exact_case", "select"}
-TREND_KINDS = ("loss_scale", "events", "retries")  # classifier.diagnosis.trends
+TREND_KINDS = ("loss_scale", "loss_scale_log", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
 

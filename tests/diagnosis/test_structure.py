@@ -190,6 +190,19 @@ def test_a_halving_two_ranks_interleaved_line_by_line_is_still_a_streak(tmp_path
     assert _diagnose(tmp_path, settle)["category"] == "none"
 
 
+
+def test_a_logged_loss_scale_counts_only_once_it_fell(tmp_path):
+    # a per-step `loss_scale:` column: falling to 1 is a collapse ...
+    rows = "".join(f"iter {i * 100} loss: {'nan' if i else '0.94'} loss_scale: {s} norm: 1.0\n"
+                   for i, s in enumerate(("32768.0", "512.0", "1.0")))
+    d = _diagnose(tmp_path, rows)
+    assert d["category"] == "fp16_overflow" and d["rule"] == "fp16_overflow.logged_loss_scale_collapse"
+    assert d["facts"]["last_scale"] == 1.0
+    # ... a constant 1 (a bf16 or fp32 run that logs the column all the same) is not
+    flat = "".join(f" iteration {i}/ 100 | lm loss: 2.1 | loss scale: 1.0 | grad norm: 0.3 |\n"
+                   for i in range(1, 30))
+    assert _diagnose(tmp_path, flat)["category"] == "none"
+
 def _healthy_steps(n, start=0):
     return "".join(f"{{'loss': {2 - i / 1000:.3f}, 'learning_rate': 2e-05, 'epoch': 0.{i % 100:02d}}}\n"
                    for i in range(start, start + n))
