@@ -86,8 +86,7 @@ ECHO_TERMS = (
     Term(r"SignalException", ("signalexception",), raw="SignalException"),
     # Ray's driver reports that an actor's process died (ray/exceptions.py: RayActorError, from
     # Ray 2.10 its subclass ActorDiedError); why it died is the detail printed under it.
-    Term(r"ActorDiedError|RayActorError", ("actordiederror", "rayactorerror"),
-         raw="ActorDiedError|RayActorError"),
+    Term(r"ActorDiedError|RayActorError", ("actordiederror", "rayactorerror"), raw="ActorDiedError|RayActorError"),
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (
@@ -150,12 +149,16 @@ OTHER_FAILURE_TERMS = (
     Term(r"Could not find a version that satisfies the requirement|No matching distribution found for",
          ("could not find a version that satisfies", "no matching distribution found"),
          raw="Could not find a version that satisfies|No matching distribution found"),
-    # Open MPI's summary of ranks that exited non-zero; Hydra's line before the app's traceback;
-    # a JVM's fatal exception on its main thread (Spark / Ray Java workers)
+    # Open MPI's non-zero summary and its help blocks that end a launch (no executable, too few slots, an init
+    # that failed, daemons lost); Hydra's line before the app's traceback; a JVM's fatal main-thread exception
     Term(r"one or more processes exited with non-zero status|^a non-zero exit code\. Per user-direction"
-         r"|^Error executing job with overrides:|^Exception in thread \"main\"",
-         ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread"),
-         raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"),
+         r"|^Error executing job with overrides:|^Exception in thread \"main\"|^There are not enough slots available"
+         r"|^(?:mpirun|mpiexec|orterun|prterun|prte) was unable to (?:find|launch|start)\b|^ORTE was unable to reliably"
+         r"|^It looks like (?:the function `?)?\w{1,20}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly",
+         ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread",
+          "not enough slots", "was unable to ", "failed for some reason", "daemon has unexpectedly"),
+         raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread|not enough slots"
+             "|was unable to (?:find|launch|start|reliably)|failed for some reason|daemon has unexpectedly"),
     # glibc aborting on a corrupted heap or stack, absl's failure-signal handler (TensorFlow,
     # JAX), Ray's report of a worker that died under a task, a bare FATAL line
     Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
@@ -169,14 +172,12 @@ OTHER_FAILURE_TERMS = (
     Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S", ("panicked at", "panic: "),
          raw="panicked at|panic: "),
     Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),
-    Term(r"exits with return code = -?[1-9]", ("exits with return code",),
-         raw="exits with return code"),  # deepspeed launcher
+    Term(r"exits with return code = -?[1-9]", ("exits with return code",), raw="exits with return code"),  # deepspeed
     # PaddlePaddle's launchers: the legacy summary (`ABORT!!! Out of all 4 trainers, the trainer
     # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
     Term(r"ABORT!!! Out of all \d+ trainers|Container failed !!!", ("abort!!!", "container failed"),
          raw=r"ABORT!!!|Container failed !!!"),
-    Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",),
-         raw=r"failed \(exitcode"),              # torchelastic
+    Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",), raw=r"failed \(exitcode"),  # torchelastic
     Term(r"exit(?:ed with)? (?:code|status):? -?[1-9]", ("exit",),
          raw=r"exit(?:ed with)? (?:code|status):? -?[1-9]"),
     Term(r"^Killed$", ("killed",), raw="Killed"),
@@ -342,8 +343,7 @@ SUCCESS_TERMS = (
     Term(r"Process \d+ exits successfully", ("exits successfully",), raw="exits successfully"),   # deepspeed launcher
     Term(r"'train_runtime':", ("train_runtime",), raw="train_runtime"),                   # HF Trainer metrics
     Term(r"\btrain_runtime\s+=", ("train_runtime",), raw="train_runtime"),
-    Term(r"Training completed\. Do not forget", ("training completed",),
-         raw="Training completed"),
+    Term(r"Training completed\. Do not forget", ("training completed",), raw="Training completed"),
 )
 # How a run that finished says so, beyond SUCCESS_TERMS (which also rescue a failure marker
 # before them, so they must stay strict). Read only on a log's last lines, where the question
