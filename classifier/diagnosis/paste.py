@@ -193,8 +193,16 @@ def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None
     no unknown one in front.
     """
     sample = [t for t in texts if len(t.strip()) > 1][:PREFIX_SAMPLE]  # not a bare `>`
-    if len(sample) < MIN_PREFIX_LINES or any(known(t) for t in sample):
+    if any(known(t) for t in sample):
         return None
+    if len(sample) < MIN_PREFIX_LINES:
+        # A one-message paste whose collector labelled its final newline too: the bare label
+        # line is the label itself, all of it, which no two lines of text share by chance.
+        if len(sample) != 2 or len(texts) > 3:
+            return None
+        other, bare = sample
+        if bare[-1:] != " " or len(bare) >= len(other) or not other.startswith(bare):
+            return None
     first, last = min(sample), max(sample)
     n = 0
     while n < len(first) and n < len(last) and first[n] == last[n]:

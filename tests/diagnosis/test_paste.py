@@ -329,3 +329,27 @@ def test_a_wrap_next_to_a_boxed_table_just_narrower_is_joined():
     lines = pieces + pieces + table
     assert wrap_width(lines) == 80
     assert (1, whole) in _msgs("\n".join(lines))
+
+
+@pytest.mark.parametrize("line, want", [
+    ("Permission denied (publickey).", "connection_failure"),
+    ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+     "variabl", "env_var_missing"),  # the paste cut mid-word, as a one-line paste often is
+    ("NCCL INFO Call to connect returned Connection refused, retrying", "nccl_network"),
+])
+def test_a_one_message_paste_behind_a_pod_label_is_read(line, want, tmp_path):
+    # `kubectl logs --prefix`-like labels on the message and on the final newline's empty line:
+    # two lines only, the bare one being the whole label
+    log = tmp_path / "paste.log"
+    log.write_text("".join(f"trainer-7d9f8-worker-0 pytorch {t}" for t in (line + "\n", "")))
+    assert diagnose_job([str(log)])["category"] == want
+
+
+def test_two_lines_sharing_words_are_no_label():
+    def known(t):
+        return False
+    assert learned_prefix(["worker-1 done", "worker-1 done in 3 s"], known) is None
+    assert learned_prefix(["node-1 a", "node-1 b"], known) is None  # no bare label line
+    # one message twice (two ranks' copies), or the shorter line first: no label on a newline
+    assert learned_prefix(["Command 'ninja' returned non-zero exit "] * 2, known) is None
+    assert learned_prefix(["worker-1 pytorch ", "worker-1 pytorch KeyError: 'RANK'"], known) is None
