@@ -308,8 +308,7 @@ def _symptom_overruled(winner, hits, signals, unexplained):
         return False
     if not signals.failed:
         same = [h for h in hits if h.rule is winner.rule]
-        return not any(h.lines[-1].lineno + TAIL_LINES >= signals.last_lineno.get(h.first.source, 0)
-                       for h in same)
+        return not any(signals.messages_after(h.lines[-1]) <= TAIL_LINES for h in same)
     return unexplained is not None
 
 

@@ -283,6 +283,10 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
                 yield from process(i)
             buf.clear()
         last = line
+        if not line.msg:
+            # A blank is no message: windows reach over it to the next one, as over the
+            # numbers a wrapped line's rejoined pieces leave blank (paste.py).
+            continue
         buf.append(line)
         if len(buf) > keep:
             buf.popleft()

@@ -366,8 +366,8 @@ def _peel(text: str) -> tuple[str, int | None, int | None, str | None, float | N
 
 
 def _known_label(text: str) -> bool:
-    """Whether the prefix peeler reads a label at the start of `text`."""
-    return _peel(text)[0] != text.strip()
+    """Whether the prefix peeler reads a label at the start of `text` (not a dropped suffix)."""
+    return (msg := _peel(text)[0]) != (whole := text.strip()) and not (msg and whole.startswith(msg))
 
 
 def normalize(raw_lines: Iterable["RawLine"], index: int = 0,

@@ -41,6 +41,8 @@ _NOT_CUT = frozenset("│┃║╮╯╗╝|")  # a box's right edge: a line end
 # What goes on a token and never starts a line: `...unbound_buffer.cc:136` + `] Timed out`,
 # `...ProcessGroupNCCL.cpp` + `:3376, internal error`
 _CLOSES = frozenset("]),:;")
+# A two-character operator (`nbytes) =` + `= 0`): no program breaks its own text inside one.
+_OPERATORS = frozenset(("==", "!=", "<=", ">=", "->", "::", "&&", "||"))
 
 
 def _unescape(s: str) -> str:
@@ -165,7 +167,7 @@ def _broken_in_word(text: str, after: str) -> bool:
     # so is `compile` then `PyTorch` (a lower-case letter never wraps into a capital)
     inside = (a.isalpha() and b.isalpha() and not (a.islower() and b.isupper())) or \
         (a.isdigit() and b.isdigit()) or (a == "_" and b.isalnum()) or (b == "_" and a.isalnum()) \
-        or _joiner(text, b) or (a.isalnum() and b in _CLOSES)
+        or _joiner(text, b) or (a.isalnum() and b in _CLOSES) or a + b in _OPERATORS
     # A terminal breaks a sentence at its column, blank included: one blank, then a word that
     # goes on with it (`is not` + ` equal`, `failed to ` + `connect`), which neither an
     # indented line (two blanks or more) nor a new message (none, or a capital) starts with.
@@ -193,8 +195,16 @@ def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None
     no unknown one in front.
     """
     sample = [t for t in texts if len(t.strip()) > 1][:PREFIX_SAMPLE]  # not a bare `>`
-    if len(sample) < MIN_PREFIX_LINES or any(known(t) for t in sample):
+    if any(known(t) for t in sample):
         return None
+    if len(sample) < MIN_PREFIX_LINES:
+        # A one-message paste whose collector labelled its final newline too: the bare label
+        # line is the label itself, all of it, which no two lines of text share by chance.
+        if len(sample) != 2 or len(texts) > 3:
+            return None
+        other, bare = sample
+        if bare[-1:] != " " or len(bare) >= len(other) or not other.startswith(bare):
+            return None
     first, last = min(sample), max(sample)
     n = 0
     while n < len(first) and n < len(last) and first[n] == last[n]:

@@ -83,6 +83,7 @@ class FailureSignals:
         self._last_failure = {}        # source -> line number of its last failure marker
         self._last_success = {}        # source -> line number of its last success marker
         self._tails = {}               # source -> its last END_LINES messages
+        self._tail_linenos = {}        # source -> their line numbers
         self.bf16_run = False          # the run says it trains in bf16
 
     def feed(self, line: "Line") -> None:
@@ -95,6 +96,10 @@ class FailureSignals:
         if tail is None:
             tail = self._tails[line.source] = deque(maxlen=END_LINES)
         tail.append(gist)  # RUN_END and PROGRESS find in a gist what they find in its message
+        numbers = self._tail_linenos.get(line.source)
+        if numbers is None:
+            numbers = self._tail_linenos[line.source] = deque(maxlen=END_LINES)
+        numbers.append(line.lineno)
         if not self.bf16_run and lits & _B_BF16 and ("bf16" in gist or "BF16" in gist or "bfloat16" in gist):
             self.bf16_run = bool(BF16_RUN.search(msg))
         if self._root_left:
@@ -132,6 +137,13 @@ class FailureSignals:
             self.last_marker = line
             if self.first_marker is None:
                 self.first_marker = line
+
+    def messages_after(self, line: "Line") -> int:
+        """How many non-empty lines of its input come after `line` (END_LINES at most)."""
+        # Blank lines (a wrapped line's rejoined pieces leave theirs) say nothing of the end.
+        numbers = self._tail_linenos.get(line.source, ())
+        after = sum(n > line.lineno for n in numbers)
+        return END_LINES if after == len(numbers) == END_LINES else after
 
     def survived(self) -> bool:
         """True when every file that shows a failure ends with a success marker after it."""

@@ -329,3 +329,83 @@ def test_a_wrap_next_to_a_boxed_table_just_narrower_is_joined():
     lines = pieces + pieces + table
     assert wrap_width(lines) == 80
     assert (1, whole) in _msgs("\n".join(lines))
+
+
+@pytest.mark.parametrize("line, want", [
+    ("Permission denied (publickey).", "connection_failure"),
+    ("ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+     "variabl", "env_var_missing"),  # the paste cut mid-word, as a one-line paste often is
+    ("NCCL INFO Call to connect returned Connection refused, retrying", "nccl_network"),
+])
+def test_a_one_message_paste_behind_a_pod_label_is_read(line, want, tmp_path):
+    # `kubectl logs --prefix`-like labels on the message and on the final newline's empty line:
+    # two lines only, the bare one being the whole label
+    log = tmp_path / "paste.log"
+    log.write_text("".join(f"trainer-7d9f8-worker-0 pytorch {t}" for t in (line + "\n", "")))
+    assert diagnose_job([str(log)])["category"] == want
+
+
+def test_two_lines_sharing_words_are_no_label():
+    def known(t):
+        return False
+    assert learned_prefix(["worker-1 done", "worker-1 done in 3 s"], known) is None
+    assert learned_prefix(["node-1 a", "node-1 b"], known) is None  # no bare label line
+    # one message twice (two ranks' copies), or the shorter line first: no label on a newline
+    assert learned_prefix(["Command 'ninja' returned non-zero exit "] * 2, known) is None
+    assert learned_prefix(["worker-1 pytorch ", "worker-1 pytorch KeyError: 'RANK'"], known) is None
+
+
+def _wrapped(lines, width=80):
+    return TRANSFORMS[f"wrap{width}"]("\n".join(lines)) + "\n"
+
+
+def test_a_message_goes_on_over_the_blanks_a_rejoined_wrap_leaves(tmp_path):
+    # the checkpoint line is three pieces at 80 columns: rejoined, its other numbers are blank,
+    # and the launcher's kill on the next line still reads as right after the load
+    log = tmp_path / "paste.log"
+    log.write_text(_wrapped([
+        "[2023-07-25 00:37:49,180] [INFO] [torch_checkpoint_engine.py:27:load] [Torch] Loading "
+        "checkpoint from /opt/ml/model/checkpoint-10/global_step10/bf16_zero_pp_rank_0_mp_rank_00"
+        "_optim_states.pt...",
+        "[2023-07-25 00:38:05,103] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 230",
+        "[2023-07-25 00:38:08,243] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 231"]))
+    assert diagnose_job([str(log)])["category"] == "host_oom"
+
+
+def test_a_weak_end_of_log_line_counts_messages_not_wrapped_pieces(tmp_path):
+    # the paste ends inside an op's build: the compile step, wrapped into a dozen pieces, is
+    # the last message but one, however many physical lines the last one took
+    flags = " ".join(f"-I/opt/conda/lib/python3.10/site-packages/deepspeed/ops/csrc/inc{i}"
+                     for i in range(12))
+    log = tmp_path / "paste.log"
+    log.write_text(_wrapped([
+        "Building extension module fused_adam...",
+        "Allowing ninja to set a default number of workers... (overridable by setting the "
+        "environment variable MAX_JOBS=N)",
+        "[1/3] /usr/local/cuda/bin/nvcc --generate-dependencies-with-compile --dependency-output "
+        "multi_tensor_adam.cuda.o.d -DTORCH_EXTENSION_NAME=fused_adam " + flags,
+        "-isystem /opt/conda/lib/python3.10/site-packages/torch/include " * 12 + "-O3"]))
+    assert diagnose_job([str(log)])["category"] == "op_build_error"
+
+
+def test_wrapped_ray_lines_are_rejoined_behind_the_dedup_note(tmp_path):
+    # Ray's ` [repeated 15x across cluster]` ends a piece; what the peeler drops at the end of a
+    # line is no label at its start, and the piece is still the rest of the line before
+    head = "(RayTrainWorker pid=954, ip=10.67.132.202) ini-worker-ray-worker-p5:954:3133 [6] "
+    log = tmp_path / "paste.log"
+    log.write_text(_wrapped([
+        head + "nccl_net_ofi_create_plugin:1067 NCCL WARN NET/OFI aws-ofi-nccl initialization "
+        "failed [repeated 15x across cluster]",
+        head + "NCCL INFO net.cc:56 -> 2 [repeated 15x across cluster]",
+        head + "NCCL INFO NET/IB : No device found. [repeated 15x across cluster]",
+        head + "NCCL INFO Using network Socket [repeated 15x across cluster]"]))
+    assert diagnose_job([str(log)])["category"] == "nccl_network"
+
+
+def test_a_line_wrapped_inside_an_operator_is_rejoined(tmp_path):
+    log = tmp_path / "paste.log"
+    # caffe2's enforce, pasted from its `[`: the 80th column falls between the `=` of `==`
+    log.write_text(_wrapped([
+        "enforce fail at CPUAllocator.cpp:56] posix_memalign(&data, gAlignment, nbytes) == 0. "
+        "12 vs 0"]))
+    assert diagnose_job([str(log)])["category"] == "host_oom"
