@@ -56,10 +56,19 @@ _BUILD = re.compile(r"(?i)(?<![a-z])(?:build\w{0,8}|compil\w{1,8}|ninja|nvcc|hip
                     r"cc1plus|cl\.exe|msvc|link\w{0,4}|ld|lnk\d{4}|collect2|make|cmake|setup\.py|wheels?|"
                     r"extensions?|cpp_extension|jit|op_builder|builder|cpp|cu|cuh|so|pyd|dll|headers?|"
                     r"include|nvrtc|triton)(?![a-z])")
+# Host memory, disk space and a collapsing loss scale are each told in their own words too.
+# After the twenty-eighth harvest's pastes cut inside their frames, the model named host_oom of
+# torchrun's launcher frames above a dataset KeyError, disk_full of a YAML loader's frames and
+# fp16_overflow of ZeRO-3's unscale_and_clip_grads cut before a device-mismatch error, out of
+# fold (nested check 10/5/5 on seeds 0-4; with these three vetoes 15/5/0).
+_HOST_MEMORY = re.compile(r"(?i)memory|(?<![a-z])(?:oom\w{0,10}|killed|sigkill|ram|swap\w{0,4}|cgroups?|mem)(?![a-z])")
+_STORAGE = re.compile(r"(?i)space|disk|quota|enospc|storage|(?<![a-z])(?:shm|full)(?![a-z])")
+_LOSS_SCALE = re.compile(r"(?i)overflow|loss[ _]?scal|scaler|(?<![a-z])(?:nan|inf|fp16|half|amp)(?![a-z])")
 NEEDS = {"gpu_oom": _DEVICE, "config_json_syntax": _DS_CONFIG_READER, "scheduler_config": _SCHEDULE,
          "port_conflict": _ADDRESS, "env_var_missing": _ENVIRON,
          # a device that is not visible is named as one (out of fold: a launcher not installed)
-         "device_visibility": _DEVICE, "op_build_error": _BUILD}
+         "device_visibility": _DEVICE, "op_build_error": _BUILD,
+         "host_oom": _HOST_MEMORY, "disk_full": _STORAGE, "fp16_overflow": _LOSS_SCALE}
 # A package that is not installed at all is no mismatch of installed versions: `No module named
 # 'peft'` (a top-level name; `transformers.deepspeed`, a module a release moved, still may be) or
 # "requires the following packages that were not found". The missing-package cases are

@@ -225,6 +225,13 @@ def test_vetoes_apply_out_of_fold_as_at_run_time():
     ("op_build_error", "RuntimeError: Error building extension 'fused_adam' exc_runtimeerror", False),
     ("op_build_error", "fatal error LNK1181 aio.lib", False),
     ("nccl_timeout", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 600000 ms", True),
+    # frames cut before their message say nothing of memory, disk or loss scale
+    ("host_oom", "frame_torch_distributed_run func_run frame_torch_distributed_launcher_api func_launch_agent", True),
+    ("host_oom", "RuntimeError runtime error: DataLoader worker (pid  ) is killed by signal: Killed.", False),
+    ("disk_full", "frame_yaml_init func_load frame_yaml_constructor func_get_single_data", True),
+    ("disk_full", "OSError os error: [Errno  ] No space left on device exc_oserror", False),
+    ("fp16_overflow", "frame_deepspeed_runtime_zero_stage3 func_unscale_and_clip_grads", True),
+    ("fp16_overflow", "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 0.5", False),
 ])
 def test_vetoes(category, text, vetoed_):
     from classifier.diagnosis.fallback import vetoed
