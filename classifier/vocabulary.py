@@ -172,6 +172,13 @@ OTHER_FAILURE_TERMS = (
     Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S", ("panicked at", "panic: "),
          raw="panicked at|panic: "),
     Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),
+    # device runtimes that abort in their own words, with no Python exception: ROCm's HSA runtime
+    # on a GPU page fault (`Memory access fault by GPU node-1 (Agent handle: 0x..) on address
+    # 0x... Reason: Page not present ...`, then abort) and the CUDA check of pointnet2-style
+    # extensions (`CUDA kernel failed : an illegal memory access was encountered`, then exit(-1))
+    Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S",
+         ("memory access fault by gpu", "cuda kernel failed"),
+         raw="Memory access fault by GPU|CUDA kernel failed"),
     Term(r"exits with return code = -?[1-9]", ("exits with return code",), raw="exits with return code"),  # deepspeed
     # PaddlePaddle's launchers: the legacy summary (`ABORT!!! Out of all 4 trainers, the trainer
     # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`

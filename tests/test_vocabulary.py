@@ -158,6 +158,9 @@ _SIGNAL_DEATHS = [
     "CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE), but Rank 1 is running collective: "
     "CollectiveFingerPrint(SequenceNumber=12, OpType=BROADCAST).",
     # batch systems' end-of-job records
+    # device runtimes aborting in their own words
+    "Memory access fault by GPU node-1 (Agent handle: 0x55d0c8a1e2f0) on address 0x7f1c2a400000. Reason: Page not present or supervisor privilege.",
+    "`CUDA kernel failed : an illegal memory access was encountered",
     "Exit_status=-11",
     "exit_status  137                  (Killed)",
     "   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=2:0",
@@ -190,6 +193,8 @@ _HEALTHY = [
     "NCCL_SOCKET_IFNAME: not found in the environment, using defaults",
     "If the file can't open file handles fast enough, raise ulimit -n",
     "ray: set RAY_IGNORE_UNHANDLED_ERRORS=1 to keep the driver quiet",
+    "HSA_XNACK=1 lets the GPU retry instead of a memory access fault",
+    "check: CUDA kernel failed 0 times",
 ]
 
 
