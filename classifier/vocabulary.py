@@ -169,24 +169,18 @@ OTHER_FAILURE_TERMS = (
          raw=r"double free|\(\): invalid|malloc\(\): |stack smashing|corrupted size|received at time="
              r"|worker died or was killed|FATAL: "),
     # Rust (tokenizers, safetensors) and Go (operators, sidecars) panics
-    Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S", ("panicked at", "panic: "),
-         raw="panicked at|panic: "),
+    Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S", ("panicked at", "panic: "), raw="panicked at|panic: "),
     Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),
-    # device runtimes that abort in their own words, with no Python exception: ROCm's HSA runtime
-    # on a GPU page fault (`Memory access fault by GPU node-1 (Agent handle: 0x..) on address
-    # 0x... Reason: Page not present ...`, then abort) and the CUDA check of pointnet2-style
-    # extensions (`CUDA kernel failed : an illegal memory access was encountered`, then exit(-1))
-    Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S",
-         ("memory access fault by gpu", "cuda kernel failed"),
-         raw="Memory access fault by GPU|CUDA kernel failed"),
+    # device runtimes that abort in their own words (no Python exception): ROCm's HSA page fault,
+    # then abort; pointnet2-style extensions' CUDA check (`CUDA kernel failed : <error>`), then exit
+    Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S", ("memory access fault by gpu",
+         "cuda kernel failed"), raw="Memory access fault by GPU|CUDA kernel failed"),
     Term(r"exits with return code = -?[1-9]", ("exits with return code",), raw="exits with return code"),  # deepspeed
     # PaddlePaddle's launchers: the legacy summary (`ABORT!!! Out of all 4 trainers, the trainer
     # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
-    Term(r"ABORT!!! Out of all \d+ trainers|Container failed !!!", ("abort!!!", "container failed"),
-         raw=r"ABORT!!!|Container failed !!!"),
+    Term(r"ABORT!!! Out of all \d+ trainers|Container failed !!!", ("abort!!!", "container failed"), raw=r"ABORT!!!|Container failed !!!"),
     Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",), raw=r"failed \(exitcode"),  # torchelastic
-    Term(r"exit(?:ed with)? (?:code|status):? -?[1-9]", ("exit",),
-         raw=r"exit(?:ed with)? (?:code|status):? -?[1-9]"),
+    Term(r"exit(?:ed with)? (?:code|status):? -?[1-9]", ("exit",), raw=r"exit(?:ed with)? (?:code|status):? -?[1-9]"),
     Term(r"^Killed$", ("killed",), raw="Killed"),
     Term(r"^Aborted", ("aborted",), raw="Aborted"),
     Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
