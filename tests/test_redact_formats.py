@@ -207,6 +207,11 @@ _MASKED_ON_PURPOSE = {
     # a Taskcluster worker's temporary client id after "credentials:" (mixed case and digits
     # over 60 characters; the client id is public, its access token is not printed)
     "corpus/public/gpu_hardware/mozilla__translations__1002.log:4",
+    # Ray's documented default Redis password on a `ray start --redis-password` command line
+    "corpus/public/connection_failure/ray-project__ray__28372.log:2",
+    # a local Jupyter server's login URL with its `?token=` (localhost, the token in the thread)
+    "corpus/public/none/kylebarron__stata_kernel__263.log:12",
+    "corpus/public/none/kylebarron__stata_kernel__263.log:13",
 }
 
 
