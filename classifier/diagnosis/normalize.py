@@ -370,11 +370,11 @@ def _known_label(text: str) -> bool:
     return (msg := _peel(text)[0]) != (whole := text.strip()) and not (msg and whole.startswith(msg))
 
 
-def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
-              file_rank: int | None = None) -> Iterator[Line]:
-    """Yield Line objects for RawLines of one input; lines inherit the last timestamp seen."""
+def normalize(raw_lines: Iterable["RawLine"], index: int = 0, file_rank: int | None = None,
+              cut: set | None = None) -> Iterator[Line]:
+    """Yield Line objects for RawLines of one input (`cut` gets paste.repaired's cut lines)."""
     last_ts = None
-    for raw in repaired(raw_lines, _known_label, RawLine):
+    for raw in repaired(raw_lines, _known_label, RawLine, cut):
         # Each step is called only where its own first test could pass: most lines need none.
         text = raw.text
         text = visible_text(text) if "\x1b" in text or "\r" in text else text.rstrip()
