@@ -27,7 +27,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from classifier.diagnosis.budget import UNTIMED_TEXT
-from classifier.diagnosis.hit import MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, match_start
+from classifier.diagnosis.hit import (MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context,
+                                      _near, match_start)
 
 if TYPE_CHECKING:
     from classifier.diagnosis.budget import RegexBudget
@@ -196,6 +197,8 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
                 break  # a cut line needs the context a whole one does
             if rule.exclude and _excluded(rule, line.msg, budget):
                 break
+            if rule.not_near and _near(rule, buf, at, budget):
+                break  # ... and is held off by what holds the whole one off
             if not _keyword_inside(rule, line.msg, match_start(m)):
                 continue
             if whole is not None:

@@ -147,6 +147,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         if line.rank is not None:
             ranks_seen.add(line.rank)
 
+    cut_lines = set()  # (source, lineno) of lines a viewer cut at a column (paste.cut_width)
     for i, path in enumerate(paths):
         if mask_of is None and index.hyperscan_loaded:
             mask_of = masker()
@@ -154,8 +155,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         try:
             lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
                                                           limits, deferred.trends.repeats, scanning),
-                                               index=i, file_rank=file_rank))
-            for hit in scan(lines, index, on_line, warnings, budget):
+                                               index=i, file_rank=file_rank, cut=cut_lines))
+            for hit in scan(lines, index, on_line, warnings, budget, cut_lines):
                 if not deferred.offer(hit):
                     collector.add(hit)
         except (OSError, InputError) as exc:  # refused once opened (a socket, a lost mount)

@@ -226,10 +226,20 @@ def _window_match(rule, buf, i, budget, views=None):
 
 
 
+def _cut(buf, i, cut, index, seen, budget):
+    """The hits on buf[i] as a message cut where the line stops, when it is one of `cut`."""
+    if (buf[i].source, buf[i].lineno) not in cut:
+        return ()
+    from classifier.diagnosis.cutend import cut_at_end
+    return list(cut_at_end(buf, i, index, seen, budget))
+
+
 def scan(lines: Iterable["Line"], index: KeywordIndex,
          on_line: Callable[["Line"], None] | None = None,
-         warnings: "Warnings | None" = None, budget: RegexBudget | None = None) -> Iterator[Hit]:
-    """Yield Hits for an iterable of Lines of one input; `on_line` sees every line once.
+         warnings: "Warnings | None" = None, budget: RegexBudget | None = None,
+         cut: set | None = None) -> Iterator[Hit]:
+    """Yield Hits for an iterable of Lines of one input; `on_line` sees every line once; a
+    line in `cut` ((source, lineno): its rest was lost) is read as a paste's cut last line.
 
     `budget` bounds the regex time (classifier/diagnosis/budget.py): pass one per job.
     """
@@ -280,7 +290,7 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
         if last is not None and line.lineno != last.lineno + 1:
             # The prefilter skipped lines here: finish the old stretch, never join across.
             for i in range(max(0, len(buf) - _AHEAD), len(buf)):
-                yield from process(i)
+                yield from process(i) or (_cut(buf, i, cut, index, seen, budget) if cut else ())
             buf.clear()
         last = line
         if not line.msg:
@@ -298,12 +308,12 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             seen.difference_update([key for key in seen if key[2] < oldest])
         i = len(buf) - 1 - _AHEAD
         if i >= 0:
-            hits = process(i)
+            hits = process(i) or (_cut(buf, i, cut, index, seen, budget) if cut else ())
             if hits:
                 yield from hits
     # Drain: the last lines have no lookahead left.
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
-        yield from process(i)
+        yield from process(i) or (_cut(buf, i, cut, index, seen, budget) if cut else ())
     # The last line with a message: a paste often ends in a bare label (`[rank3]:`, `> `).
     at = next((i for i in range(len(buf) - 1, -1, -1) if buf[i].msg), None)
     if at is not None:

@@ -65,11 +65,11 @@ _SYSLOG_TS = re_compile(
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?: \S+)?(?: kernel:)? ")
 # A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
 # `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
-# DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too).
-# A pipe-separated logger goes on with the logger's name (FastChat's `| ERROR | stderr | `);
-# Python logging's `%(asctime)s - %(levelname)s - %(message)s` puts dashes around the level.
-_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)"
-                    r"(?:\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s-\s|\s+(?=[^\s|-])|\s*\|?$)")
+# DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too). A pipe logger goes on with its
+# name (FastChat's `| ERROR | stderr | `), Python's `%(asctime)s - %(levelname)s - %(message)s` has
+# dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a | -0.8 |`) stay.
+_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+(?:\|\s)?(?=\|.*\|\s*$)"
+                    r"|\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s-\s|\s+(?=[^\s|-]|-(?!\s))|\s*\|?$)")
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
@@ -370,11 +370,11 @@ def _known_label(text: str) -> bool:
     return (msg := _peel(text)[0]) != (whole := text.strip()) and not (msg and whole.startswith(msg))
 
 
-def normalize(raw_lines: Iterable["RawLine"], index: int = 0,
-              file_rank: int | None = None) -> Iterator[Line]:
-    """Yield Line objects for RawLines of one input; lines inherit the last timestamp seen."""
+def normalize(raw_lines: Iterable["RawLine"], index: int = 0, file_rank: int | None = None,
+              cut: set | None = None) -> Iterator[Line]:
+    """Yield Line objects for RawLines of one input (`cut` gets paste.repaired's cut lines)."""
     last_ts = None
-    for raw in repaired(raw_lines, _known_label, RawLine):
+    for raw in repaired(raw_lines, _known_label, RawLine, cut):
         # Each step is called only where its own first test could pass: most lines need none.
         text = raw.text
         text = visible_text(text) if "\x1b" in text or "\r" in text else text.rstrip()

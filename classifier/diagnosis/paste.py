@@ -247,10 +247,11 @@ def _expanded(raw_lines: Iterable["RawLine"], make) -> Iterator["RawLine"]:
 
 
 def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
-             make: Callable[[str, int, str], "RawLine"]) -> Iterator["RawLine"]:
+             make: Callable[[str, int, str], "RawLine"], cut_lines: set | None = None) -> Iterator["RawLine"]:
     """Yield the lines of one input with wraps joined, one-line logs split and a learned
     label removed; `make(source, lineno, text)` builds a line, `known(text)` says whether
-    the peeler reads a label at the start of a text."""
+    the peeler reads a label at the start of a text; `cut_lines` gets the (source, lineno)
+    of each line a viewer cut at a column (cut_width)."""
     it = _expanded(raw_lines, make)
     head = list(itertools.islice(it, LOOK_AHEAD))
     texts = [r.text.rstrip("\r") for r in head]
@@ -259,6 +260,10 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
     body = [t[cut:] if prefix and t.startswith(prefix) else t for t in texts]
     width = wrap_width(body)
     if prefix is None and width is None:
+        column = cut_width(texts) if cut_lines is not None else None
+        if column is not None:
+            yield from _marked(itertools.chain(head, it), column, cut_lines)
+            return
         yield from head
         yield from it
         return
@@ -301,6 +306,25 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
             yield line
     if pieces:
         yield from _joined(pieces, make)
+
+
+def cut_width(texts: list[str]) -> int | None:
+    """The column a log viewer cut every longer line at, their rest lost (not wrapped onto the
+    next line: wrap_width found no wrap), or None: a usual terminal width of 100 or more that
+    the widest lines reach and none passes, one of them stopping inside a word or a number."""
+    width = max(map(len, texts), default=0)
+    if width < 100 or width not in TERMINAL_WIDTHS:
+        return None
+    ends = [t for t in texts if len(t) == width and t[-1:].isalnum() and not _ruler(t)]
+    return width if ends else None
+
+
+def _marked(lines, column, cut_lines):
+    """The lines as they are, each one that reaches the cut column counted in `cut_lines`."""
+    for raw in lines:
+        if len(raw.text) == column and raw.text[-1:].isalnum():
+            cut_lines.add((raw.source, raw.lineno))
+        yield raw
 
 
 def _joined(pieces, make):

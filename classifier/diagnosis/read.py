@@ -272,6 +272,9 @@ def byte_chunks(path: str, warnings: Warnings, chunk_size: int = CHUNK,
             # Inflated in a thread ahead of the scan (ahead.py); the same blocks, in order.
             from classifier.diagnosis.ahead import read_ahead
             blocks = read_ahead(blocks)
+        # A log printed as one string past MAX_LINE is decoded into its lines (escaped.py).
+        from classifier.diagnosis.escaped import unescaped
+        blocks = unescaped(blocks, MAX_LINE)
         for block in blocks:
             if block.__class__ is tuple:  # a warning, added here so the order stays the reader's
                 warnings.add(*block)
