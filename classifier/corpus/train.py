@@ -81,26 +81,28 @@ def load_corpus(root: "str | Path",
 
 
 @overload
-def load_corpus(root: "str | Path",
-                with_rule_outcome: Literal[True]) -> tuple[list[str], list[str], list[str], list[bool]]:
+def load_corpus(root: "str | Path", with_rule_outcome: Literal[True]
+                ) -> tuple[list[str], list[str], list[str], list[bool], list[frozenset]]:
     ...
 
 
 def load_corpus(
     root: "str | Path", with_rule_outcome: bool = False,
-) -> tuple[list[str], list[str], list[str]] | tuple[list[str], list[str], list[str], list[bool]]:
-    """Return (texts, labels, groups[, reaches_model]) for the training cases under `root`.
+) -> (tuple[list[str], list[str], list[str]]
+      | tuple[list[str], list[str], list[str], list[bool], list[frozenset]]):
+    """Return (texts, labels, groups[, reaches_model, declined]) for the training cases under `root`.
 
     Every labelled case except the public `split: test` ones, which are held out from training
     as from rule changes, and cases whose sidecar says `train: false` (the multi-rank culprit
     cases: they test where a failure started, and their failure text repeats families the
     model already learns from). A group is a case's family, else its repository (so cross-validation
     holds out whole repositories of public cases), else the case itself. `reaches_model` marks
-    the cases the fallback model would see: a failure no rule explains. Cases of a terminal
+    the cases the fallback model would see: a failure no rule explains; `declined`, the categories
+    a rule ruled out there (diagnose_job), which it may not answer. Cases of a terminal
     category are left out, so the model never answers one.
     """
     from classifier.diagnosis.diagnose import diagnose_job
-    texts, labels, groups, reaches = [], [], [], []
+    texts, labels, groups, reaches, declined = [], [], [], [], []
     for log, meta in find_cases(root):
         # A scheduler's end (taxonomy.TERMINAL) must rest on a rule's explicit line: a guess
         # from words would call a failure no rule explains `job_cancelled` by its SIGTERM echo.
@@ -111,9 +113,12 @@ def load_corpus(
         labels.append(meta["label"])
         groups.append(str(meta.get("family") or meta.get("repository") or log.stem))
         if with_rule_outcome:
-            reaches.append(diagnose_job([str(log)], use_model=False)["category"] == "unknown")
+            ruled_out = set()
+            reaches.append(diagnose_job([str(log)], use_model=False, declined=ruled_out)["category"]
+                           == "unknown")
+            declined.append(frozenset(ruled_out))
     if with_rule_outcome:
-        return texts, labels, groups, reaches
+        return texts, labels, groups, reaches, declined
     return texts, labels, groups
 
 
@@ -188,22 +193,26 @@ def cross_validate(texts: list[str], labels: list[str], groups: list[str],
 Thresholds = tuple[dict[str, float], dict[str, float]]   # (any text, a frames-only text)
 
 
-def _answers(oof: list[tuple[str, float]], thresholds: Thresholds, framed: list[bool]) -> list[str]:
-    """What the model says of each case: its class where that class's threshold is reached."""
+def _answers(oof: list[tuple[str, float]], thresholds: Thresholds, framed: list[bool],
+             declined: "list[frozenset] | None" = None) -> list[str]:
+    """What the model says of each case: its class where that class's threshold is reached and
+    no rule ruled it out there."""
     out = []
-    for (pred, p), frames in zip(oof, framed):
+    for i, ((pred, p), frames) in enumerate(zip(oof, framed)):
         limits = thresholds[1] if frames else thresholds[0]
-        out.append(pred if pred in limits and p >= limits[pred] else "unknown")
+        ruled_out = declined is not None and pred in declined[i]
+        out.append(pred if pred in limits and p >= limits[pred] and not ruled_out else "unknown")
     return out
 
 
 def where_used(oofs: list[list[tuple[str, float]]], labels: list[str], reaches: list[bool],
-               thresholds: Thresholds, framed: list[bool]) -> tuple[int, int, int]:
+               thresholds: Thresholds, framed: list[bool],
+               declined: "list[frozenset] | None" = None) -> tuple[int, int, int]:
     """(right, wrong category, unknown/none called a failure) over the cases the model sees;
-    `framed` marks the cases whose text is frames only."""
+    `framed` marks the cases whose text is frames only, `declined` what rules ruled out in each."""
     right = wrong = alarms = 0
     for oof in oofs:
-        for said, gold, r in zip(_answers(oof, thresholds, framed), labels, reaches):
+        for said, gold, r in zip(_answers(oof, thresholds, framed, declined), labels, reaches):
             if r and said != "unknown":
                 right += said == gold
                 alarms += gold in QUIET
@@ -237,8 +246,10 @@ class OutOfFold:
     """The out-of-fold answers of every shuffling, of each case's text and its frames-only copy."""
 
     def __init__(self, texts: list[str], labels: list[str], groups: list[str],
-                 runs: list[tuple[list[tuple[str, float]], list[tuple[str, float]]]]) -> None:
+                 runs: list[tuple[list[tuple[str, float]], list[tuple[str, float]]]],
+                 declined: "list[frozenset] | None" = None) -> None:
         self.labels, self.groups = labels, groups
+        self.declined = declined  # per case, the categories a rule ruled out (or None)
         self.oofs = [run[0] for run in runs]
         self.frame_oofs = [run[1] for run in runs]
         self.framed = [is_frames_only(t) for t in texts]      # read with the frames' thresholds
@@ -267,7 +278,7 @@ def nested_check(cv: OutOfFold, reaches: list[bool]) -> tuple[int, int, int]:
     for k in sorted(set(parts)):
         thresholds = cv.thresholds([part != k for part in parts])
         r, w, a = where_used(cv.oofs, cv.labels, [r and part == k for r, part in zip(reaches, parts)],
-                             thresholds, cv.framed)
+                             thresholds, cv.framed, cv.declined)
         right, wrong, alarms = right + r, wrong + w, alarms + a
     return right, wrong, alarms
 
@@ -291,7 +302,8 @@ def report(cv: OutOfFold, reaches: list[bool], thresholds: Thresholds, out: Text
         out.write(f"{name}: " + ", ".join(f"{c} {t}" for c, t in limits.items()) + "\n")
     used = f"where the model is used ({sum(reaches)} failures no rule explains, x{k} shufflings)"
     for how, (right, wrong, alarms) in (
-            ("thresholds set on the same cases", where_used(oofs, labels, reaches, calibrated, cv.framed)),
+            ("thresholds set on the same cases",
+             where_used(oofs, labels, reaches, calibrated, cv.framed, cv.declined)),
             ("thresholds set without the case's group", nested_check(cv, reaches))):
         out.write(f"{used}, {how}: right {right}, wrong category {wrong}, unknown/none called a "
                   f"failure {alarms}; precision {right / max(1, right + wrong + alarms):.1%}\n")
@@ -330,9 +342,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _train(args):
-    texts, labels, groups, reaches = load_corpus(args.corpus, with_rule_outcome=True)
+    texts, labels, groups, reaches, declined = load_corpus(args.corpus, with_rule_outcome=True)
     cv = OutOfFold(texts, labels, groups,
-                   [cross_validate(texts, labels, groups, seed) for seed in range(SHUFFLINGS)])
+                   [cross_validate(texts, labels, groups, seed) for seed in range(SHUFFLINGS)], declined)
     thresholds = calibrate(cv, reaches)
     report(cv, reaches, thresholds, sys.stdout)
     if args.cv_only:

@@ -97,14 +97,15 @@ def _finding(category, hits, ranks_seen, bf16_run=False):
 def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
                  chunk_size: int | None = None, select: bool | str | None = None,
                  use_model: bool = True, redact: bool = True,
-                 limits: InputLimits | None = None) -> dict[str, Any]:
+                 limits: InputLimits | None = None, declined: set | None = None) -> dict[str, Any]:
     """Diagnose one job from its log files ('-' for stdin); return the JSON-contract dict.
 
     The result is finished (classifier/sanitize.py) before it is returned: terminal controls
     removed and, unless `redact` is False, secrets masked, so no renderer can show them.
     `select` names the prefilter's engine ('hyperscan' / 're'; default: the fastest there) or
     turns it off (False: every line is normalised, the reference the prefilter must equal). `limits` bounds how far a
-    compressed input may inflate (default: InputLimits.from_env()).
+    compressed input may inflate (default: InputLimits.from_env()). `declined` (when given) gets
+    the categories a rule's `exclude` / `not_near` ruled out, which the fallback model may not answer.
     """
     rules = rules or default_rules()
     limits = limits or InputLimits.from_env()
@@ -118,6 +119,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     witness = CulpritWitness()
     ranks_seen = set()
     budget = RegexBudget(warnings)  # the job's regex time, over all its files
+    declined = set() if declined is None else declined
 
     # Bound once: every line of the job goes through these four.
     feed_signals, feed_witness, feed_region, feed_deferred = \
@@ -156,7 +158,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
                                                           limits, deferred.trends.repeats, scanning),
                                                index=i, file_rank=file_rank, cut=cut_lines))
-            for hit in scan(lines, index, on_line, warnings, budget, cut_lines):
+            for hit in scan(lines, index, on_line, warnings, budget, cut_lines, declined):
                 if not deferred.offer(hit):
                     collector.add(hit)
         except (OSError, InputError) as exc:  # refused once opened (a socket, a lost mount)
@@ -187,7 +189,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         # A parse error the frames place under a data reader is proven outside the taxonomy:
         # the text model, which sees only words, does not get to call it a config error.
         outside = bool(reader_steps(unexplained or signals.final_error(), records))
-        guess = _model_guess(region, rules) if signals.failed and use_model and not outside else None
+        guess = (_model_guess(region, rules, declined) if signals.failed and use_model and not outside
+                 else None)
         result.update(guess or _no_rule_result(signals, unexplained, records))
         _judge_what_was_read(result, signals, warnings)
         if budget.exhausted and result["category"] == taxonomy.NONE:  # some lines never matched
@@ -321,8 +324,9 @@ def _failed_before(winner, hits, marker) -> bool:
     return all((marker.source, marker.lineno) not in {(l.source, l.lineno) for l in h.lines} for h in hits)
 
 
-def _model_guess(region, rules):
-    """Ask the fallback text model about a failure no rule explains; None below its threshold."""
+def _model_guess(region, rules, declined=frozenset()):
+    """Ask the fallback text model about a failure no rule explains; None below its threshold,
+    or when a rule read the words of its answer and ruled that category out (`declined`)."""
     from classifier.diagnosis.fallback import load_model  # plain JSON + math: cheap, but only needed here
     model = load_model()
     if model is None:
@@ -330,7 +334,7 @@ def _model_guess(region, rules):
     lines = region.lines()
     texts = [model_text([line]) for line in lines]
     answer = model.answer(model_text(lines))
-    if answer is None or answer[0] in (taxonomy.UNKNOWN, taxonomy.NONE):
+    if answer is None or answer[0] in (taxonomy.UNKNOWN, taxonomy.NONE) or answer[0] in declined:
         return None
     category, p = answer
     scores = model.line_scores(texts, category)

@@ -237,9 +237,11 @@ def _cut(buf, i, cut, index, seen, budget):
 def scan(lines: Iterable["Line"], index: KeywordIndex,
          on_line: Callable[["Line"], None] | None = None,
          warnings: "Warnings | None" = None, budget: RegexBudget | None = None,
-         cut: set | None = None) -> Iterator[Hit]:
+         cut: set | None = None, declined: set | None = None) -> Iterator[Hit]:
     """Yield Hits for an iterable of Lines of one input; `on_line` sees every line once; a
     line in `cut` ((source, lineno): its rest was lost) is read as a paste's cut last line.
+    `declined` gets the category of each rule whose words matched but whose `exclude` or
+    `not_near` ruled it out (the fallback model may not answer it).
 
     `budget` bounds the regex time (classifier/diagnosis/budget.py): pass one per job.
     """
@@ -269,10 +271,14 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             if key in seen:
                 continue
             if rule.exclude and _excluded(rule, text, searcher):
+                if declined is not None:
+                    declined.add(rule.category)
                 continue
             if rule.context and not _has_context(rule, buf, i, searcher):
                 continue
             if rule.not_near and _near(rule, buf, i, searcher):
+                if declined is not None:
+                    declined.add(rule.category)
                 continue
             seen.add(key)
             facts = {k: v.strip() for k, v in m.groupdict().items() if v and v.strip()}

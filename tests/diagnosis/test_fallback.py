@@ -71,6 +71,31 @@ def test_model_answers_only_above_its_threshold(tmp_path, monkeypatch):
             assert d["category"] == "unknown" and d["evidence"][0]["line"] == 3
 
 
+def test_a_category_a_rule_ruled_out_is_not_the_model_s_answer(tmp_path, monkeypatch):
+    import classifier.diagnosis.fallback as m
+    from classifier.diagnosis.diagnose import diagnose_job
+    # port_conflict's plain `Address already in use` rule declines (not_near) where a web
+    # server's own frames raised it: the model, which sees the same words, may not say it either.
+    data = {"classes": ["port_conflict", "unknown"], "vocabulary": {"address": 0}, "idf": [1.0],
+            "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0], "thresholds": {"port_conflict": 0.6}}
+    monkeypatch.setattr(m, "_MODEL", TextModel(data))
+    frames = ('Traceback (most recent call last):\n  File "app.py", line 40, in <module>\n'
+              '    serve(app, host="0.0.0.0", port=8004)\n')
+    server = ('  File "/opt/conda/lib/python3.10/site-packages/waitress/server.py", line 78, in create_server\n'
+              '    last_serv = TcpWSGIServer(\n')
+    error = "OSError: [Errno 98] Address already in use\n"
+    for name, text, said in (("server.log", frames + server + error, "unknown"),
+                             ("nowhere.log", frames + error.replace("Address already in use",
+                                                                    "address was refused by the peer"),
+                              "port_conflict")):
+        log = tmp_path / name
+        log.write_text(text)
+        ruled_out = set()
+        d = diagnose_job([str(log)], declined=ruled_out)
+        assert d["category"] == said, name
+        assert ("port_conflict" in ruled_out) == (said == "unknown")
+
+
 def test_rule_hit_never_consults_the_model(monkeypatch):
     import classifier.diagnosis.fallback as m
     from classifier.diagnosis.diagnose import diagnose_job
