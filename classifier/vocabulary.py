@@ -150,16 +150,17 @@ OTHER_FAILURE_TERMS = (
          ("could not find a version that satisfies", "no matching distribution found"),
          raw="Could not find a version that satisfies|No matching distribution found"),
     # Open MPI's non-zero summary and its help blocks that end a launch (no executable, too few slots, an init that failed,
-    # daemons lost, MPI_ERRORS_ARE_FATAL, a peer gone); Hydra's line before the app's traceback; a JVM's fatal main thread
+    # daemons lost or unreachable, MPI_ERRORS_ARE_FATAL, a peer gone); Hydra's line before the app's traceback; a JVM's main thread
     Term(r"one or more processes exited with non-zero status|^a non-zero exit code\. Per user-direction"
          r"|^Error executing job with overrides:|^Exception in thread \"main\"|^There are not enough slots available"
          r"|^(?:mpirun|mpiexec|orterun|prterun|prte) was unable to (?:find|launch|start)\b|^ORTE was unable to reliably"
          r"|^It looks like (?:the function `?)?\w{1,20}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly"
-         r"|^\*\*\* An error occurred in MPI_\w|^An MPI communication peer process has unexpectedly disconnected",
+         r"|^\*\*\* An error occurred in MPI_\w|^An MPI communication peer process has unexpectedly disconnected|^[OP]RTE has lost communication with",
          ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread", "not enough slots",
-          "was unable to ", "failed for some reason", "daemon has unexpectedly", "an error occurred in mpi_", "unexpectedly disconnected"),
-         raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread|not enough slots|An error occurred in MPI_"
-             "|was unable to (?:find|launch|start|reliably)|failed for some reason|daemon has unexpectedly|unexpectedly disconnected"),
+          "was unable to ", "failed for some reason", "daemon has unexpectedly", "an error occurred in mpi_", "unexpectedly disconnected",
+          "has lost communication"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
+         "|not enough slots|An error occurred in MPI_|was unable to (?:find|launch|start|reliably)|failed for some reason"
+         "|daemon has unexpectedly|unexpectedly disconnected|has lost communication"),
     # glibc's heap/stack aborts, absl's failure-signal handler (TF, JAX), Ray's worker died under a task, a bare FATAL line
     Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
          r"|stack smashing detected|corrupted size vs\. prev_size"
@@ -187,14 +188,13 @@ OTHER_FAILURE_TERMS = (
     Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
     # Slurm's clients and daemons: MUNGE refusals, bad job credentials, no config source, slurmctld unreachable
     Term(r"\b(?:sbatch|salloc|sbcast|scontrol|scancel|squeue|sinfo|sacct|slurmd|slurmctld|srun): (?:error|fatal):",
-         (": error:", ": fatal:"), raw="(?:sbatch|salloc|sbcast|scontrol|scancel|squeue|sinfo|sacct|slurmd|slurmctld"
-                                       "|srun): (?:error|fatal):"),
+         (": error:", ": fatal:"), raw=": (?:error|fatal):"),
     # a daemon's own log line (slurmd's `[2022-09-10T17:40:58.753] error: Invalid job
     # credential`, its timestamp peeled off), a compiler driver's or git's `error: ...`
     Term(r"^error: (?!None\b)[A-Z][a-z]", ("error: ",), raw="(?i:error: [a-z][a-z])"),
     Term(r"_job_complete: JobId=\d+ WTERMSIG \d+", ("wtermsig",), raw="WTERMSIG"),
-    # slurmstepd's errors, but not its swap warning that jobs which finish print too
-    Term(r"slurmstepd(?:-[\w.-]+)?: error: (?!Exceeded (?:job|step) memory limit at some point)",
+    # slurmstepd's errors, but not its swap warning nor its cgroup set-up notice that jobs which finish print too
+    Term(r"slurmstepd(?:-[\w.-]+)?: error: (?!Exceeded (?:job|step) memory limit at some point|xcgroup_instantiate: unable to create)",
          ("slurmstepd",), raw="slurmstepd(?:-[A-Za-z0-9_.-]+)?: error:"),
     # C++ extensions' NCCL check macros: `NCCL Error at global_exchange.cpp:16 value 4`
     Term(r"\bNCCL [Ee]rror (?:at|in)\b", ("nccl error",), raw="NCCL [Ee]rror (?:at|in)"),

@@ -174,6 +174,7 @@ _SIGNAL_DEATHS = [
     "An MPI communication peer process has unexpectedly disconnected.  This",
     "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 7860): address already in use",
     "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
+    "PRTE has lost communication with a remote daemon.",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -205,6 +206,8 @@ _HEALTHY = [
     "INFO: retrying after [Errno 111] Connection refused",
     "squeue: no jobs pending; fatal errors: 0",
     "INFO: access to the gated repo granted, downloading config.json",
+    # slurmstepd's cgroup set-up notice, which steps that go on to finish print too
+    "slurmstepd: error: xcgroup_instantiate: unable to create cgroup '/sys/fs/cgroup/memory/slurm/uid_1000' : Cannot allocate memory",
 ]
 
 
