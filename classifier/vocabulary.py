@@ -169,10 +169,11 @@ OTHER_FAILURE_TERMS = (
           "worker died or was killed", "fatal: "),
          raw=r"double free|\(\): invalid|malloc\(\): |stack smashing|corrupted size|received at time="
              r"|worker died or was killed|FATAL: "),
-    # Rust and Go panics; uvicorn's logged bind refusal (`ERROR:    [Errno 99] error while ...`); the Hub refusing a gated repo
     Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S|^ERROR:\s{1,8}\[Errno \d{1,5}\] |\bCannot access gated repo for url\b",
-         ("panicked at", "panic: ", "error:", "cannot access gated repo"), raw=r"panicked at|panic: |\[Errno|Cannot access gated repo"),
-    Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),
+         ("panicked at", "panic: ", "error:", "cannot access gated repo"),  # Rust/Go panics, uvicorn's bind, the Hub's gate
+         raw=r"panicked at|panic: |\[Errno|Cannot access gated repo"),
+    Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)", ("fatal python error", "infinite or nan at iter"),
+         raw="Fatal Python error|(?i:infinite or nan at iter)"),  # and detectron2's NaN-loss check, raised or retyped
     # device runtimes that abort in their own words (no Python exception): ROCm's HSA page fault,
     # then abort; pointnet2-style extensions' CUDA check (`CUDA kernel failed : <error>`), then exit
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S", ("memory access fault by gpu",
@@ -295,8 +296,7 @@ EVIDENCE_TERMS = (
          raw=r"same device|expected scalar type|mat1 and mat2|finished reduction|does not require grad|one of the "
              r"variables needed|backward through the graph|state_dict|size mismatch for|must match the size of tensor"
              r"|index out of range in self|and weight type|asynchronously reported|CUDA_LAUNCH_BLOCKING"),
-    # the shell's fatal-signal words in other locales (glibc's strsignal and bash's `core dumped`):
-    # zh_CN, ja, de, fr, es, ru, ko
+    # the shell's fatal-signal words in other locales (glibc's strsignal, bash's `core dumped`): zh_CN, ja, de, fr, es, ru, ko
     Term(r"段错误|核心已转储|总线错误|非法指令|セグメンテーション違反|コアダンプ|(?i:speicherzugriffsfehler|speicherabzug"
          r"|erreur de segmentation|violación de segmento|ошибка сегментирования)|세그멘테이션 오류|코어 덤프",
          ("段错误", "核心已转储", "总线错误", "非法指令", "セグメンテーション違反", "コアダンプ", "speicherzugriffsfehler",

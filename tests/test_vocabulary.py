@@ -175,6 +175,7 @@ _SIGNAL_DEATHS = [
     "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 7860): address already in use",
     "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
     "PRTE has lost communication with a remote daemon.",
+    "Runtime Error: floatingPointError: loss became infinite or NaN at iteration=88!",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
