@@ -149,18 +149,19 @@ OTHER_FAILURE_TERMS = (
     Term(r"Could not find a version that satisfies the requirement|No matching distribution found for",
          ("could not find a version that satisfies", "no matching distribution found"),
          raw="Could not find a version that satisfies|No matching distribution found"),
-    # Open MPI's non-zero summary and its help blocks that end a launch (no executable, too few slots, an init
-    # that failed, daemons lost); Hydra's line before the app's traceback; a JVM's fatal main-thread exception
+    # Open MPI's non-zero summary and its help blocks that end a launch (no executable, too few slots, an init that failed,
+    # daemons lost or unreachable, MPI_ERRORS_ARE_FATAL, a peer gone); Hydra's line before the app's traceback; a JVM's main thread
     Term(r"one or more processes exited with non-zero status|^a non-zero exit code\. Per user-direction"
          r"|^Error executing job with overrides:|^Exception in thread \"main\"|^There are not enough slots available"
          r"|^(?:mpirun|mpiexec|orterun|prterun|prte) was unable to (?:find|launch|start)\b|^ORTE was unable to reliably"
-         r"|^It looks like (?:the function `?)?\w{1,20}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly",
-         ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread",
-          "not enough slots", "was unable to ", "failed for some reason", "daemon has unexpectedly"),
-         raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread|not enough slots"
-             "|was unable to (?:find|launch|start|reliably)|failed for some reason|daemon has unexpectedly"),
-    # glibc aborting on a corrupted heap or stack, absl's failure-signal handler (TensorFlow,
-    # JAX), Ray's report of a worker that died under a task, a bare FATAL line
+         r"|^It looks like (?:the function `?)?\w{1,20}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly"
+         r"|^\*\*\* An error occurred in MPI_\w|^An MPI communication peer process has unexpectedly disconnected|^[OP]RTE has lost communication with",
+         ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread", "not enough slots",
+          "was unable to ", "failed for some reason", "daemon has unexpectedly", "an error occurred in mpi_", "unexpectedly disconnected",
+          "has lost communication"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
+         "|not enough slots|An error occurred in MPI_|was unable to (?:find|launch|start|reliably)|failed for some reason"
+         "|daemon has unexpectedly|unexpectedly disconnected|has lost communication"),
+    # glibc's heap/stack aborts, absl's failure-signal handler (TF, JAX), Ray's worker died under a task, a bare FATAL line
     Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
          r"|stack smashing detected|corrupted size vs\. prev_size"
          r"|\*\*\* SIG[A-Z]+ received at time=|A worker died or was killed while executing a task|^FATAL: \S",
@@ -168,9 +169,11 @@ OTHER_FAILURE_TERMS = (
           "worker died or was killed", "fatal: "),
          raw=r"double free|\(\): invalid|malloc\(\): |stack smashing|corrupted size|received at time="
              r"|worker died or was killed|FATAL: "),
-    # Rust (tokenizers, safetensors) and Go (operators, sidecars) panics
-    Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S", ("panicked at", "panic: "), raw="panicked at|panic: "),
-    Term(r"Fatal Python error", ("fatal python error",), raw="Fatal Python error"),
+    Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S|^ERROR:\s{1,8}\[Errno \d{1,5}\] |\bCannot access gated repo for url\b",
+         ("panicked at", "panic: ", "error:", "cannot access gated repo"),  # Rust/Go panics, uvicorn's bind, the Hub's gate
+         raw=r"panicked at|panic: |\[Errno|Cannot access gated repo"),
+    Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)", ("fatal python error", "infinite or nan at iter"),
+         raw="Fatal Python error|(?i:infinite or nan at iter)"),  # and detectron2's NaN-loss check, raised or retyped
     # device runtimes that abort in their own words (no Python exception): ROCm's HSA page fault,
     # then abort; pointnet2-style extensions' CUDA check (`CUDA kernel failed : <error>`), then exit
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S", ("memory access fault by gpu",
@@ -184,17 +187,15 @@ OTHER_FAILURE_TERMS = (
     Term(r"^Killed$", ("killed",), raw="Killed"),
     Term(r"^Aborted", ("aborted",), raw="Aborted"),
     Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
-    # Slurm's other clients and daemons (a submission refused by MUNGE, a job credential that
-    # does not verify) and slurmctld recording the signal that ended a job
-    Term(r"\b(?:sbatch|salloc|sbcast|scontrol|slurmd|slurmctld): error:",
-         ("sbatch: error:", "salloc: error:", "sbcast: error:", "scontrol: error:", "slurmd: error:",
-          "slurmctld: error:"), raw="(?:sbatch|salloc|sbcast|scontrol|slurmd|slurmctld): error:"),
+    # Slurm's clients and daemons: MUNGE refusals, bad job credentials, no config source, slurmctld unreachable
+    Term(r"\b(?:sbatch|salloc|sbcast|scontrol|scancel|squeue|sinfo|sacct|slurmd|slurmctld|srun): (?:error|fatal):",
+         (": error:", ": fatal:"), raw=": (?:error|fatal):"),
     # a daemon's own log line (slurmd's `[2022-09-10T17:40:58.753] error: Invalid job
     # credential`, its timestamp peeled off), a compiler driver's or git's `error: ...`
     Term(r"^error: (?!None\b)[A-Z][a-z]", ("error: ",), raw="(?i:error: [a-z][a-z])"),
     Term(r"_job_complete: JobId=\d+ WTERMSIG \d+", ("wtermsig",), raw="WTERMSIG"),
-    # slurmstepd's errors, but not its swap warning that jobs which finish print too
-    Term(r"slurmstepd(?:-[\w.-]+)?: error: (?!Exceeded (?:job|step) memory limit at some point)",
+    # slurmstepd's errors, but not its swap warning nor its cgroup set-up notice that jobs which finish print too
+    Term(r"slurmstepd(?:-[\w.-]+)?: error: (?!Exceeded (?:job|step) memory limit at some point|xcgroup_instantiate: unable to create)",
          ("slurmstepd",), raw="slurmstepd(?:-[A-Za-z0-9_.-]+)?: error:"),
     # C++ extensions' NCCL check macros: `NCCL Error at global_exchange.cpp:16 value 4`
     Term(r"\bNCCL [Ee]rror (?:at|in)\b", ("nccl error",), raw="NCCL [Ee]rror (?:at|in)"),
@@ -295,8 +296,7 @@ EVIDENCE_TERMS = (
          raw=r"same device|expected scalar type|mat1 and mat2|finished reduction|does not require grad|one of the "
              r"variables needed|backward through the graph|state_dict|size mismatch for|must match the size of tensor"
              r"|index out of range in self|and weight type|asynchronously reported|CUDA_LAUNCH_BLOCKING"),
-    # the shell's fatal-signal words in other locales (glibc's strsignal and bash's `core dumped`):
-    # zh_CN, ja, de, fr, es, ru, ko
+    # the shell's fatal-signal words in other locales (glibc's strsignal, bash's `core dumped`): zh_CN, ja, de, fr, es, ru, ko
     Term(r"段错误|核心已转储|总线错误|非法指令|セグメンテーション違反|コアダンプ|(?i:speicherzugriffsfehler|speicherabzug"
          r"|erreur de segmentation|violación de segmento|ошибка сегментирования)|세그멘테이션 오류|코어 덤프",
          ("段错误", "核心已转储", "总线错误", "非法指令", "セグメンテーション違反", "コアダンプ", "speicherzugriffsfehler",

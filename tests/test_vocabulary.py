@@ -167,6 +167,15 @@ _SIGNAL_DEATHS = [
     "        exitCode: 1",
     "  Warning  BackOff  3m (x20 over 8m)  kubelet  Back-off restarting failed container",
     "trainer-0   0/1   CrashLoopBackOff   5   10m",
+    # Slurm clients giving up, Open MPI's fatal-error and lost-peer banners, a server's bind, the Hub's gate
+    "sinfo: fatal: Could not establish a configuration source",
+    "scancel: error: Kill job error on job id 812: Unable to contact slurm controller (connect failure)",
+    "*** An error occurred in MPI_Comm_rank",
+    "An MPI communication peer process has unexpectedly disconnected.  This",
+    "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 7860): address already in use",
+    "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
+    "PRTE has lost communication with a remote daemon.",
+    "Runtime Error: floatingPointError: loss became infinite or NaN at iteration=88!",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -195,6 +204,11 @@ _HEALTHY = [
     "ray: set RAY_IGNORE_UNHANDLED_ERRORS=1 to keep the driver quiet",
     "HSA_XNACK=1 lets the GPU retry instead of a memory access fault",
     "check: CUDA kernel failed 0 times",
+    "INFO: retrying after [Errno 111] Connection refused",
+    "squeue: no jobs pending; fatal errors: 0",
+    "INFO: access to the gated repo granted, downloading config.json",
+    # slurmstepd's cgroup set-up notice, which steps that go on to finish print too
+    "slurmstepd: error: xcgroup_instantiate: unable to create cgroup '/sys/fs/cgroup/memory/slurm/uid_1000' : Cannot allocate memory",
 ]
 
 
