@@ -127,6 +127,19 @@ def test_device_memory_is_named_only_where_a_device_is():
         assert model.answer(device)[0] == "gpu_oom", device
 
 
+def test_a_gpu_too_old_for_the_framework_is_no_visibility_problem():
+    # A GPU whose compute capability is reported was found; it lacks an architecture or a dtype.
+    data = {"classes": ["device_visibility", "unknown"], "vocabulary": {"supported": 0},
+            "idf": [1.0], "coef": [[4.0], [-4.0]], "intercept": [0.0, 0.0],
+            "thresholds": {"device_visibility": 0.6}}
+    model = TextModel(data)
+    assert model.answer("GPU device 1 not supported") == pytest.approx(("device_visibility", 0.9997), abs=1e-3)
+    for text in ("GPUs with compute capability below 7.0 are not supported on this GPU",
+                 "no kernel image for sm_60 supported on the device",
+                 "GPU compute_capability 6.1 is not supported"):
+        assert model.answer(text) is None, text
+
+
 def test_a_config_parse_error_is_named_only_where_a_deepspeed_config_reader_is():
     from classifier.diagnosis.region import model_text
     # A JSON error alone is as often a data file or an application's own settings.
