@@ -40,6 +40,20 @@ _JOINED_EXCEPTION = re_compile(r"""["']\)?\s{1,4}(?:\w{1,40}\.){0,4}[A-Z]\w{0,60
 _FRAME_HEAD = re_compile(r"""File "[^"\n]+", line \d+""")
 
 
+# A KeyError prints its message as the bare quoted key (`'LOCAL_RANK'`): a paste that starts on
+# it has the key alone on a line and Python's chaining banner next, output and not a string
+# literal of the source, as a window's first line.
+_LONE_KEY = re_compile(r"""(["'])[\w.-]{1,80}\1""")
+_CHAIN_BANNER = re_compile(r"During handling of the above exception|"
+                           r"The above exception was the direct cause of the following exception")
+
+
+def is_key_message(span) -> bool:
+    """Whether a window opens on a KeyError's bare quoted key followed by the chaining banner."""
+    return (len(span) > 1 and _LONE_KEY.fullmatch(span[0].msg) is not None
+            and _CHAIN_BANNER.match(span[1].msg) is not None)
+
+
 def is_code(buf, i: int) -> bool:
     """Whether buf[i] is a line of source code (echoed in a traceback or pasted), not output."""
     msg = buf[i].msg

@@ -17,7 +17,7 @@ from classifier.diagnosis.folded import FoldedBudget, folds, has_capital
 from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
 from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
     CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, _near, is_code,
-    match_start)
+    is_key_message, match_start)
 
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
@@ -265,7 +265,7 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             if found is None:
                 continue
             span, m, text = found
-            if span[0] is not line and _CODE_LINE.match(span[0].msg):
+            if span[0] is not line and _CODE_LINE.match(span[0].msg) and not is_key_message(span):
                 continue
             key = (rule.id, span[0].source, span[0].lineno)
             if key in seen:
