@@ -288,7 +288,8 @@ def annotate(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     # A run from the rule cache loads only regex's C engine; a rule the cache lacks (a user's
     # --rules-dir, a changed file) imports the package while diagnosing: import it here.
     import regex  # noqa: F401
-    from classifier.diagnosis import cutend, prefilter  # noqa: F401 (cutend: a paste cut mid-line)
+    # (cutend: a paste cut mid-line; escaped: a log printed as one escaped string)
+    from classifier.diagnosis import cutend, escaped, prefilter  # noqa: F401
     rules.finder()
     rules.keyword_index().prepare()  # its Hyperscan database too
     with as_job_user(env):
