@@ -357,12 +357,6 @@ _RAISE_IN_FRAMES = ('  File "/work/setup.py", line 9, in <module>\n'
                     "KeyboardInterrupt\n")
 
 
-@pytest.mark.parametrize("text, read", [(_TITLE, True), (_RAISE_IN_FRAMES, False)])
-def test_a_raise_line_joined_to_its_exception_is_output_after_the_quote(tmp_path, text, read):
-    # an issue title glues the raise to the exception it printed; a frame's raise alone is code
-    assert (_diagnose(tmp_path, text)["category"] == "op_build_error") is read
-
-
 _TITLE_CLOSED = ("raise ValueError(f'The provided lr scheduler \"{scheduler}\" is invalid') ValueError: The "
                  "provided lr scheduler \"<torch.optim.lr_scheduler.StepLR object at 0x7f01aa2b3c40>\" is invalid\n")
 _CLOSED_IN_FRAMES = ('  File "/venv/lib/python3.10/site-packages/pytorch_lightning/core/optimizer.py", line 9, in f\n'
@@ -370,10 +364,13 @@ _CLOSED_IN_FRAMES = ('  File "/venv/lib/python3.10/site-packages/pytorch_lightni
                      "KeyboardInterrupt\n")
 
 
-@pytest.mark.parametrize("text, read", [(_TITLE_CLOSED, True), (_CLOSED_IN_FRAMES, False)])
-def test_a_raise_call_closed_before_its_joined_exception_is_output_after_it(tmp_path, text, read):
-    # the title's raise closes its call (`...') ValueError: ...`): the exception after it is read
-    assert (_diagnose(tmp_path, text)["category"] == "version_mismatch") is read
+@pytest.mark.parametrize("text, category, read", [
+    (_TITLE, "op_build_error", True), (_RAISE_IN_FRAMES, "op_build_error", False),
+    (_TITLE_CLOSED, "version_mismatch", True), (_CLOSED_IN_FRAMES, "version_mismatch", False)])
+def test_a_raise_line_joined_to_its_exception_is_output_after_it(tmp_path, text, category, read):
+    # an issue title glues the raise to the exception it printed, after the quote or after the
+    # call's closing `)` (`...') ValueError: ...`); a frame's raise alone is code
+    assert (_diagnose(tmp_path, text)["category"] == category) is read
 
 
 def test_a_lambda_or_generator_frame_raises_for_the_function_around_it():
