@@ -58,7 +58,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         small, noisy = _write_logs(tmp)
         env["DSDIAG_CACHE_DIR"] = str(Path(tmp) / "cache")
-        dsdiag = [sys.executable, "-m", "classifier", "--format", "json"]
+        # The installed console script, as users and epilogs start it (`-m` adds runpy's imports).
+        script = Path(sys.executable).parent / "dsdiag"
+        dsdiag = ([str(script)] if script.exists() else [sys.executable, "-m", "classifier"]) + \
+            ["--format", "json"]
         cases = {"python -c 'import yaml, regex'": ([sys.executable, "-c", "import yaml, regex"], env)}
         for name, path in ((f"10 KB log ({small.stat().st_size} bytes)", small),
                            ("demo (218 lines)", DEMO), ("20k noise + demo", noisy)):

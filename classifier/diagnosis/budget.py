@@ -9,8 +9,8 @@ skips the searches it covers, with a warning; the hits found so far still make t
 """
 
 import time
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.diagnosis.read import Warnings
 

@@ -3,9 +3,13 @@
 Split out of prefilter.py, which chooses the lines; these only cut and search.
 """
 
-from typing import Any
+from __future__ import annotations
 
 from classifier.diagnosis.read import MAX_LINE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def line_chunks(chunks, source, warnings, chunk_bytes):

@@ -24,12 +24,12 @@ have told another story:
 
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from classifier.diagnosis.budget import UNTIMED_TEXT
 from classifier.diagnosis.hit import (MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context,
                                       _near, match_start)
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.diagnosis.budget import RegexBudget
     from classifier.diagnosis.match import KeywordIndex

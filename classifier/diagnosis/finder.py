@@ -10,13 +10,13 @@ before and after it the readers downstream may look at.
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from classifier.diagnosis.hsdb import load_database
 from classifier.diagnosis.gates import keyword_gate, trie_regex
 from classifier.diagnosis.hit import CONTEXT_LINES
 from classifier.vocabulary import ROOT_FIELD_LINES
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.vocabulary import Term
 

@@ -13,7 +13,6 @@ strings and numbers, and a crafted file cannot run code.
 """
 
 import io
-import json
 import os
 from collections.abc import Iterable
 
@@ -45,6 +44,7 @@ def _load(path):
         with open(path, "rb") as fh:
             data = fh.read()
         if data[:1] in (b"{", b"["):
+            import json  # here, not at the top: most runs find no dump, and json costs ~1 ms
             return json.loads(data)
         return _unpickle_data(data)
     except (OSError, ValueError, EOFError, IndexError, TypeError, MemoryError, RecursionError):

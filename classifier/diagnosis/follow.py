@@ -7,14 +7,16 @@ on as the files grow, and stop once none of the job's files has grown for `idle`
 once the process `pid` has exited (`tail --pid`), or at Ctrl-C / SIGTERM; then diagnose.
 """
 
+from __future__ import annotations
+
 import os
 import stat
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, BinaryIO
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
+    from typing import BinaryIO
     from classifier.diagnosis.read import Warnings
 
 IDLE = 10.0   # default quiet period of --follow, in seconds
@@ -79,21 +81,34 @@ class Follow:
         if not self.stopped:
             time.sleep(self.poll)
 
-    @contextmanager
-    def on_signals(self) -> Iterator[None]:
+    def on_signals(self):
         """Ctrl-C or SIGTERM stops the follow, and the diagnosis of what was read comes out;
-        a second one acts as it would without --follow."""
+        a second one acts as it would without --follow. A context manager."""
+        from contextlib import contextmanager  # only --follow needs it: not on every start
         import signal
         import threading
-        if threading.current_thread() is not threading.main_thread():
-            yield  # only the main thread may set handlers
-            return
-        previous = {}
 
-        def handler(signum, _frame):
-            self.stop(f"stopped by {signal.Signals(signum).name}")
-            for sig, old in previous.items():
-                signal.signal(sig, old)
+        @contextmanager
+        def handled() -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield  # only the main thread may set handlers
+                return
+            previous = {}
+
+            def handler(signum, _frame):
+                self.stop(f"stopped by {signal.Signals(signum).name}")
+                for sig, old in previous.items():
+                    signal.signal(sig, old)
+
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, handler)
+            try:
+                yield
+            finally:
+                for sig, old in previous.items():
+                    signal.signal(sig, old)
+
+        return handled()
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, handler)

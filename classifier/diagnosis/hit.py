@@ -1,10 +1,10 @@
 """What a rule hit is, and the checks both the line scan (match.py) and the cut-end pass
 (cutend.py) apply to one: shared here so neither module imports the other."""
 
-from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
     from classifier.rules.model import Rule

@@ -10,7 +10,6 @@ of task 1. The innermost rank label is the rank (it is the closest to the proces
 line); an outer one is kept as the line's `task`.
 """
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
@@ -334,6 +333,7 @@ _ENTITY = re_compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|quot|amp|lt|gt|apos|nb
 def unwrap(text: str) -> str:
     """The log line inside a container runtime's record or an HTML-escaped paste."""
     if '{"log"' in text and _DOCKER_JSON.match(text):
+        import json  # only Docker's log lines need it: json costs every start ~1 ms
         try:
             record = json.loads(text)
         except ValueError:

@@ -10,8 +10,8 @@ lines picked up on the way.
 """
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
 

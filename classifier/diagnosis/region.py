@@ -17,11 +17,11 @@ exception its type (`exc_outofmemoryerror`).
 import re
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
 from classifier.vocabulary import EXCEPTION_LINE, EXCEPTION_SUFFIXES, OTHER_FAILURE
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
 

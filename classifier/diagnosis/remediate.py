@@ -1,12 +1,12 @@
 """Stage 5: the checklist item and the concrete next steps, filled with values from the log."""
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
 from classifier.facts import fact_text, typed_facts
 from classifier.numbers import finite_float
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.rules.model import CategoryInfo, Rule
 

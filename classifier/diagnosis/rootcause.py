@@ -13,10 +13,10 @@ appended to the same file may fail for a reason of its own).
 
 from collections.abc import Iterable, Sequence
 from functools import cmp_to_key
-from typing import TYPE_CHECKING
 
 from classifier.taxonomy import TERMINAL
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.diagnosis.match import Hit
     from classifier.diagnosis.normalize import Line

@@ -7,13 +7,13 @@ torchelastic's "Root Cause (first observed failure)" summary, which names the fa
 
 from collections import deque
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from classifier.precompiled import re_compile
 from classifier.diagnosis.literals import bits
 from classifier.vocabulary import (ECHO, EXCEPTION_LINE, MARKER_HINT, PROGRESS, ROOT_CAUSE,
                                   ROOT_FIELD, ROOT_FIELD_LINES, RUN_END)
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
 

@@ -12,12 +12,12 @@ each spawned process with its `--local_rank`), torchelastic's failure blocks (`h
 import os
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from classifier.numbers import small_int
 from classifier.precompiled import re_compile
 from classifier.diagnosis.literals import bits
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from classifier.diagnosis.normalize import Line
 

@@ -1,7 +1,6 @@
 """Renderers, one module per output format; each takes the diagnosis dict."""
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
     from typing import Any, TextIO
 

@@ -1,7 +1,12 @@
 """`--format json`: the contract, one object per job, straight to stdout (never via rich)."""
 
+from __future__ import annotations
+
 import json
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 def render_json(diagnosis: dict[str, Any], stream: TextIO) -> None:

@@ -7,11 +7,16 @@ HTML would act on escaped, and URLs put in code, so a log cannot plant a link, a
 HTML or a heading in the ticket.
 """
 
+from __future__ import annotations
+
 import re
-from typing import Any, TextIO
 
 from classifier.diagnosis.culprit import culprit_line
 from classifier.facts import fact_text
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 _CODE_SPAN = re.compile(r"`[^`]+`")
 _URL = re.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s`]*")

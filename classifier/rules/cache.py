@@ -1,20 +1,24 @@
-"""Data built from package files, kept as JSON in the user's cache directory.
+"""Data built from package files, kept in the user's cache directory.
 
 Parsing and validating the built-in rule files costs more than diagnosing a small log, and the
 result depends only on their bytes and on this dsdiag; so it is built on first use and read
-back (json's C decoder) by later runs. The cache only ever saves time: an unwritable
-directory, a corrupt or truncated file, or a key that does not match mean "build it again",
-never an error. The compiled-pattern tables (1.2 MB, read by every run) are kept with
-`marshal` instead (`binary=True`): it reads them back in a third of json's time.
+back by later runs. The cache only ever saves time: an unwritable directory, a corrupt or
+truncated file, or a key that does not match mean "build it again", never an error. What
+every run reads is kept with `marshal` (`binary=True`): it reads back in a third of json's
+time, and a run that reads only marshal never imports json (~1 ms of a start).
 """
 
-import json
+from __future__ import annotations
+
 import marshal
 import os
 import time
-from typing import Any
 
 from classifier import __version__
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # the built-in modules: `import hashlib` loads OpenSSL, a few ms of every run
     from _sha256 import sha256
@@ -75,6 +79,7 @@ def read_cached(kind: str, key: str, binary: bool = False) -> Any:
     if path is None:
         return None
     try:
+        import json  # only the json kinds need it; a run reads marshal ones
         with open(path, "rb") as fh:
             entry = json.loads(fh.read())
     except (OSError, ValueError, RecursionError):  # missing, unreadable, truncated, not JSON
@@ -115,6 +120,7 @@ def write_cached(kind: str, key: str, data: Any, binary: bool = False) -> bool:
         except ValueError:  # not marshallable
             return False
         return write_cached_bytes(kind, key, blob, ".marshal")
+    import json
     return _write(kind, _path(kind, key), lambda fh: fh.write(
         json.dumps({"key": key, "data": data}, separators=(",", ":")).encode("utf-8")))
 

@@ -1,11 +1,13 @@
 """The compiled rule set: rules, the category-level text of their files, and the caches the
 matcher and the prefilter build from them."""
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from classifier.rules import regexcode
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
+    from typing import Any
     from classifier.diagnosis.match import KeywordIndex
     from classifier.diagnosis.finder import HyperscanFinder, PurePythonFinder
 

@@ -79,7 +79,7 @@ def from_cache(directory: str, paths: Sequence[str], key: str) -> list | None:
 
 def recall(key: str) -> tuple[str, str] | None:
     """(cache key, version) recorded for the stat `key`, or None."""
-    entry = read_cached("rulestamp", key)
+    entry = read_cached("rulestamp", key, binary=True)
     if isinstance(entry, dict) and isinstance(entry.get("key"), str) \
             and isinstance(entry.get("version"), str):
         return entry["key"], entry["version"]
@@ -88,4 +88,4 @@ def recall(key: str) -> tuple[str, str] | None:
 
 def remember(key: str, cache: str, version: str) -> None:
     """Record the cache key and version that hashing the files gave, for their stat `key`."""
-    write_cached("rulestamp", key, {"key": cache, "version": version})
+    write_cached("rulestamp", key, {"key": cache, "version": version}, binary=True)

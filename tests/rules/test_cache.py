@@ -36,7 +36,7 @@ def _probe(cache_dir):
 def _cache_files(directory, kind="rules"):
     if kind == "rules":  # the validated rules are kept with marshal (stamp.RULES_KIND)
         return sorted(directory.glob("rules-marshal-*.marshal"))
-    return sorted(directory.glob(f"{kind}-*.json"))
+    return sorted(directory.glob(f"{kind}-*.marshal"))
 
 
 def _snapshot(rules):
@@ -164,7 +164,7 @@ def test_unchanged_rule_files_are_known_by_their_stat_and_not_read(tmp_path, mon
     rules_dir = tmp_path / "rules"
     shutil.copytree(builtin_rules_dir(), rules_dir)
     first = load_rules(builtin_dir=rules_dir)
-    assert list((tmp_path / "cache").glob("rulestamp-*.json"))
+    assert list((tmp_path / "cache").glob("rulestamp-*.marshal"))
 
     def unread(paths):
         raise AssertionError("rule files read although their stat was known")
