@@ -18,7 +18,8 @@ class Hint:
     `split` also says which terms' gates the line holds, so only their patterns are searched.
     """
 
-    __slots__ = ("pattern", "literals", "patterns", "_terms", "_of", "_split", "_plain", "_errors")
+    __slots__ = ("pattern", "literals", "patterns", "_terms", "_joined", "_of", "_split", "_plain",
+                 "_errors")
 
     def __init__(self, *kinds):
         terms = sum(kinds, ())
@@ -27,9 +28,14 @@ class Hint:
         needs = {t.gate_pattern: t.gate_needs for t in terms if t.gate_pattern}
         patterns = sorted(needs)
         self.pattern = re_compile("|".join([re.escape(g) for g in literals] + patterns))
-        # A line holding a literal that contains another holds the shorter one too.
-        self.literals = tuple(g for g in reversed(literals)
-                              if not any(o != g and o in g for o in literals))
+        # A line holding a literal that contains another holds the shorter one too. Shortest
+        # first, each asked only of those kept before it (a dropped one holds a kept one): the
+        # all-pairs test cost ~1.4 ms of every run's start.
+        kept = []
+        for g in reversed(literals):
+            if not any(map(g.__contains__, kept)):
+                kept.append(g)
+        self.literals = tuple(kept)
         # Half of them hold `error`: asked only of a line that does (most lines do not).
         self._errors = tuple(g for g in self.literals if "error" in g)
         self._plain = tuple(g for g in self.literals if "error" not in g)
@@ -37,13 +43,11 @@ class Hint:
         # Which terms a found literal (or gate pattern) may open: those with a gate holding it.
         self._terms = kinds
         # A term's gates joined by NUL (in no gate): `key in joined` is `any(key in g ...)`
-        # in one search, which every run's import asked ~2,000 times.
-        joined = tuple(tuple(("\0".join(t.gates), t.gate_pattern) for t in kind)
-                       for kind in kinds)
-        self._of = {key: tuple(tuple(i for i, (gates, pattern) in enumerate(kind)
-                                     if key in gates or pattern == key)
-                               for kind in joined)
-                    for key in self.literals + tuple(patterns)}
+        # in one search. Which terms a key opens is worked out when a line first holds it
+        # (_opens): a small log meets a handful of the ~100 keys.
+        self._joined = tuple(tuple(("\0".join(t.gates), t.gate_pattern) for t in kind)
+                             for kind in kinds)
+        self._of = {}
         self._split = {}  # the keys a line holds -> the patterns of the terms they open
 
     def search(self, low: str) -> bool:
@@ -87,6 +91,15 @@ class Hint:
         found = self._split.get(keys)
         if found is None:
             found = self._split[keys] = tuple(
-                tuple(re_compile(kind[i].pattern) for i in sorted({i for k in keys for i in self._of[k][n]}))
+                tuple(re_compile(kind[i].pattern) for i in sorted({i for k in keys for i in self._opens(k)[n]}))
                 for n, kind in enumerate(self._terms))
+        return found
+
+    def _opens(self, key: str) -> tuple:
+        """For each kind, the indices of the terms with a gate holding `key` (or gated by it)."""
+        found = self._of.get(key)
+        if found is None:
+            found = self._of[key] = tuple(tuple(i for i, (gates, pattern) in enumerate(kind)
+                                                if key in gates or pattern == key)
+                                          for kind in self._joined)
         return found
