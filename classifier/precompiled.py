@@ -39,7 +39,7 @@ def _load() -> dict:
     return _table
 
 
-def _record(pattern: str, flags: int):
+def _record(pattern: "str | bytes", flags: int):
     """What re's compiler hands to _sre.compile for this pattern, encoded for JSON; or None."""
     from re import _compiler, _parser
     p = _parser.parse(pattern, flags)
@@ -51,7 +51,7 @@ def _record(pattern: str, flags: int):
             p.state.groups - 1, sorted(groupindex.items())]
 
 
-def _rebuild(pattern: str, entry) -> "re.Pattern":
+def _rebuild(pattern: "str | bytes", entry) -> "re.Pattern":
     if isinstance(entry, bytes):  # as kept in the cache (save())
         entry = marshal.loads(entry)
     flags, code, groups, groupindex = entry
@@ -63,12 +63,28 @@ def _rebuild(pattern: str, entry) -> "re.Pattern":
                                      groups, groupindex, tuple(indexgroup))
 
 
-def re_compile(pattern: str, flags: int = 0) -> "re.Pattern":
-    """`re.compile(pattern, flags)` for a str pattern, from recorded code where there is some."""
+def table_name(pattern: "str | bytes", flags: int) -> str:
+    """The table's key for a pattern: `flags:pattern`, a bytes pattern's behind `b` (read as
+    Latin-1, one character a byte), which no str pattern's key starts with."""
+    if isinstance(pattern, bytes):
+        return f"b{flags}:{pattern.decode('latin-1')}"
+    return f"{flags}:{pattern}"
+
+
+def from_table_name(name: str) -> "tuple[str | bytes, int]":
+    """(pattern, flags) back from table_name's key."""
+    flags, pattern = name.split(":", 1)
+    if flags.startswith("b"):
+        return pattern.encode("latin-1"), int(flags[1:])
+    return pattern, int(flags)
+
+
+def re_compile(pattern: "str | bytes", flags: int = 0) -> "re.Pattern":
+    """`re.compile(pattern, flags)`, from recorded code where there is some."""
     flags = int(flags)
-    if not isinstance(pattern, str):  # bytes patterns are rare here: compile them as usual
+    if not isinstance(pattern, (str, bytes)):
         return re.compile(pattern, flags)
-    name = f"{flags}:{pattern}"
+    name = table_name(pattern, flags)
     entry = _load().get(name)
     if entry is not None:
         try:

@@ -26,13 +26,14 @@ SAMPLES = ["[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to alloca
 def _own_patterns():
     """Every `re_compile` pattern dsdiag's modules made in this process, with its flags."""
     import classifier.diagnosis.diagnose  # noqa: F401 - imports every module of the pipeline
-    return [key.split(":", 1) for key in {**precompiled._load(), **precompiled._new}]
+    return [precompiled.from_table_name(key) for key in {**precompiled._load(), **precompiled._new}]
 
 
 def test_rebuilt_stdlib_patterns_equal_a_fresh_compile():
     pairs = _own_patterns()
     assert len(pairs) > 100
-    for flags, pattern in pairs:
+    assert any(isinstance(pattern, bytes) for pattern, _ in pairs)
+    for pattern, flags in pairs:
         entry = precompiled._record(pattern, int(flags))
         rebuilt = precompiled._rebuild(pattern, entry)
         fresh = re.compile(pattern, int(flags))
@@ -40,6 +41,7 @@ def test_rebuilt_stdlib_patterns_equal_a_fresh_compile():
         assert rebuilt == fresh, pattern
         assert rebuilt.groupindex == fresh.groupindex and rebuilt.groups == fresh.groups
         for text in SAMPLES:
+            text = text.encode() if isinstance(pattern, bytes) else text
             got, want = rebuilt.search(text), fresh.search(text)
             assert (got and got.span()) == (want and want.span())
 
@@ -53,8 +55,11 @@ def test_a_damaged_entry_falls_back_to_compiling(monkeypatch):
     assert "0:a(?P<x>b)c" not in table
 
 
-def test_bytes_patterns_are_compiled_as_usual():
-    assert precompiled.re_compile(rb"ab+") == re.compile(rb"ab+")
+def test_a_bytes_pattern_and_a_str_pattern_have_their_own_entries():
+    for pattern in (rb"ab+\xff", "ab+\xff", "b0:ab+"):
+        assert precompiled.re_compile(pattern) == re.compile(pattern)
+        assert precompiled.from_table_name(precompiled.table_name(pattern, 2)) == (pattern, 2)
+    assert precompiled.table_name(b"x", 0) != precompiled.table_name("x", 0)
 
 
 def test_rule_regexes_rebuilt_from_code_match_like_parsed_ones():

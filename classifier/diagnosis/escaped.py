@@ -13,11 +13,13 @@ dropped. Any other input passes through untouched (one search for a newline in i
 import re
 from collections.abc import Iterable, Iterator
 
+from classifier.precompiled import re_compile
+
 MIN_ESCAPED_LINES = 3   # `\n` escapes the head must hold: a log, not one message that has one
 _LONGEST_ESCAPE = 12    # `\ud83d\ude00`: a chunk's last bytes wait for the next chunk
 _SIMPLE = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"b": b"\x08", b"f": b"\x0c", b"\\": b"\\",
            b"'": b"'", b'"': b'"', b"/": b"/"}
-_JSON_STRING = re.compile(rb'"((?:[^"\\\n]|\\.)*)"?', re.DOTALL)
+_JSON_STRING = re_compile(rb'"((?:[^"\\\n]|\\.)*)"?', re.DOTALL)
 
 
 def _opening(head: bytes) -> tuple[int, bytes] | None:

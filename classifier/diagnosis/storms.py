@@ -16,8 +16,9 @@ a chunk whose selected lines are all such copies is counted in one go (all_spent
 log whose metrics upload retries every few seconds costs little more than its scan.
 """
 
-import re
 from collections import Counter
+
+from classifier.precompiled import re_compile
 
 KEEP = 256            # copies of one shape read per input; later ones are counted only
 PER_RANK = 32         # ... and this many more for each further rank its copies read name
@@ -30,14 +31,14 @@ _DIGITS = b"0123456789"
 # A hex address (`<urllib3.connection.HTTPSConnection object at 0x7f3ac1d2e5b0>`) holds letters
 # too: each retry line would be a shape of its own. Removed before the digits, and only from
 # a line that holds `0x`, so other lines pay one substring test.
-_HEX = re.compile(rb"0x[0-9a-fA-F]+")
+_HEX = re_compile(rb"0x[0-9a-fA-F]+")
 # On a shape (digits gone): does the line carry a rank or process label?
-_RANKISH = re.compile(rb"(?i)rank|default|worker|trainer|^\s*:|^\[,\]<|^[\w.-]{1,253}:: \[\]")
+_RANKISH = re_compile(rb"(?i)rank|default|worker|trainer|^\s*:|^\[,\]<|^[\w.-]{1,253}:: \[\]")
 # The labels themselves, bounded (a garbled line must not make a token kilobytes long): a
 # word's on the lower-cased start of the line (the lookahead lets `re` skip ahead fast),
 # a position's at its very start.
-_RANK_WORD = re.compile(rb"(?=[rdwt])(?:rank|default|worker|trainer)[^0-9\n]{0,3}[0-9]{1,9}")
-_RANK_LEAD = re.compile(rb"\s{0,8}\d{1,9}:|\[\d{1,9},\d{1,9}\]|[\w.-]{1,253}:\d{1,10}:\d{1,10} \[\d{1,5}\]")
+_RANK_WORD = re_compile(rb"(?=[rdwt])(?:rank|default|worker|trainer)[^0-9\n]{0,3}[0-9]{1,9}")
+_RANK_LEAD = re_compile(rb"\s{0,8}\d{1,9}:|\[\d{1,9},\d{1,9}\]|[\w.-]{1,253}:\d{1,10}:\d{1,10} \[\d{1,5}\]")
 
 
 def bare(data: bytes) -> bytes:
