@@ -14,7 +14,6 @@ import marshal
 import re
 import sys
 from array import array
-from base64 import b64decode, b64encode
 
 KIND = "re-code-blobs"  # each entry its own marshal blob, unpacked when its pattern is compiled
 # Module-level patterns and the word-start form of each rule keyword (classifier.diagnosis.match)
@@ -40,15 +39,16 @@ def _load() -> dict:
 
 
 def _record(pattern: "str | bytes", flags: int):
-    """What re's compiler hands to _sre.compile for this pattern, encoded for JSON; or None."""
+    """What re's compiler hands to _sre.compile for this pattern (its code as raw bytes, kept
+    by marshal as they are); or None."""
     from re import _compiler, _parser
     p = _parser.parse(pattern, flags)
     code = _compiler._code(p, flags)
     groupindex = dict(p.state.groupdict)
     if array("I").itemsize != _compiler._sre.CODESIZE or len(code) > MAX_CODE:
         return None
-    return [flags | p.state.flags, b64encode(array("I", code).tobytes()).decode(),
-            p.state.groups - 1, sorted(groupindex.items())]
+    return [flags | p.state.flags, array("I", code).tobytes(), p.state.groups - 1,
+            sorted(groupindex.items())]
 
 
 def _rebuild(pattern: "str | bytes", entry) -> "re.Pattern":
@@ -59,7 +59,10 @@ def _rebuild(pattern: "str | bytes", entry) -> "re.Pattern":
     indexgroup = [None] * (groups + 1)
     for name, index in groupindex.items():
         indexgroup[index] = name
-    return re._compiler._sre.compile(pattern, flags, array("I", b64decode(code)).tolist(),
+    if isinstance(code, str):  # an older table's entry: base64 text
+        from base64 import b64decode
+        code = b64decode(code)
+    return re._compiler._sre.compile(pattern, flags, array("I", code).tolist(),
                                      groups, groupindex, tuple(indexgroup))
 
 

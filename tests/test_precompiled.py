@@ -26,6 +26,8 @@ SAMPLES = ["[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to alloca
 def _own_patterns():
     """Every `re_compile` pattern dsdiag's modules made in this process, with its flags."""
     import classifier.diagnosis.diagnose  # noqa: F401 - imports every module of the pipeline
+    import classifier.diagnosis.escaped  # noqa: F401 - and the bytes patterns' readers,
+    import classifier.diagnosis.storms  # noqa: F401 - which it imports as a log needs them
     return [precompiled.from_table_name(key) for key in {**precompiled._load(), **precompiled._new}]
 
 

@@ -17,7 +17,6 @@ import marshal
 import os
 import sys
 from array import array
-from base64 import b64decode, b64encode
 
 # Each pattern's entry is kept as its own marshal blob, unpacked only when that pattern is
 # compiled: a rule-hit run compiles ~50 of the ~950, and unpacking them all took ~1.5 ms.
@@ -123,7 +122,8 @@ def record(patterns) -> dict[str, list]:
 
 
 def _encode(args):
-    """JSON-safe form of compile()'s arguments, or None for a shape not handled here."""
+    """compile()'s arguments in plain containers for marshal (the code as raw bytes), or None
+    for a shape not handled here."""
     if args is None or len(args) != 11:
         return None
     pattern, flags, code, group_index, index_group, named_lists, list_indexes, \
@@ -132,7 +132,7 @@ def _encode(args):
         return None
     if index_group != {v: k for k, v in group_index.items()}:
         return None
-    return [int(flags), b64encode(array("I", code).tobytes()).decode(), sorted(group_index.items()),
+    return [int(flags), array("I", code).tobytes(), sorted(group_index.items()),
             req_offset, list(req_chars) if isinstance(req_chars, tuple) else req_chars,
             int(req_flags), group_count]
 
@@ -174,7 +174,10 @@ def compile(pattern: str) -> "regex.Pattern":
             group_index = {name: int(index) for name, index in groups}
             if isinstance(req_chars, list):
                 req_chars = tuple(req_chars)
-            return _engine().compile(pattern, flags, array("I", b64decode(code)).tolist(),
+            if isinstance(code, str):  # an older table's entry: base64 text
+                from base64 import b64decode
+                code = b64decode(code)
+            return _engine().compile(pattern, flags, array("I", code).tolist(),
                                   group_index, {v: k for k, v in group_index.items()}, {}, [],
                                   req_offset, req_chars, req_flags, group_count)
         except (TypeError, ValueError, OverflowError, RuntimeError, EOFError):
