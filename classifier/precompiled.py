@@ -15,7 +15,7 @@ import re
 import sys
 from array import array
 
-KIND = "re-code-blobs"  # each entry its own marshal blob, unpacked when its pattern is compiled
+KIND = "re-code-raw"  # each entry its own marshal blob (its code raw bytes), unpacked on use
 # Module-level patterns and the word-start form of each rule keyword (classifier.diagnosis.match)
 # are kept; patterns built from a log's own text are compiled with plain re.compile.
 MAX_ENTRIES = 2048
@@ -59,9 +59,6 @@ def _rebuild(pattern: "str | bytes", entry) -> "re.Pattern":
     indexgroup = [None] * (groups + 1)
     for name, index in groupindex.items():
         indexgroup[index] = name
-    if isinstance(code, str):  # an older table's entry: base64 text
-        from base64 import b64decode
-        code = b64decode(code)
     return re._compiler._sre.compile(pattern, flags, array("I", code).tolist(),
                                      groups, groupindex, tuple(indexgroup))
 

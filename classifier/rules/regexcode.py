@@ -20,7 +20,7 @@ from array import array
 
 # Each pattern's entry is kept as its own marshal blob, unpacked only when that pattern is
 # compiled: a rule-hit run compiles ~50 of the ~950, and unpacking them all took ~1.5 ms.
-KIND = "regex-code-blobs"
+KIND = "regex-code-raw"
 _TABLE: dict | None = None  # pattern -> recorded arguments (encoded), once loaded
 _KEY = ""                   # the cache key of the rule set the table belongs to
 _ENGINE = None  # regex's C module, once loaded
@@ -174,9 +174,6 @@ def compile(pattern: str) -> "regex.Pattern":
             group_index = {name: int(index) for name, index in groups}
             if isinstance(req_chars, list):
                 req_chars = tuple(req_chars)
-            if isinstance(code, str):  # an older table's entry: base64 text
-                from base64 import b64decode
-                code = b64decode(code)
             return _engine().compile(pattern, flags, array("I", code).tolist(),
                                   group_index, {v: k for k, v in group_index.items()}, {}, [],
                                   req_offset, req_chars, req_flags, group_count)
