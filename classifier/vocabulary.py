@@ -242,6 +242,14 @@ EVIDENCE_TERMS = (
          r"|callable|iterable)\b|^name '\w{1,200}' is not defined\b",
          ("argument", "has no attribute", "object is not", "is not defined"),
          raw=r"\(\) (?:got|missing|takes) |has no attribute '|object is not |is not defined"),
+    # pickle's refusals without their type (PicklingError / AttributeError / TypeError, a title or
+    # a `print(e)`): what mp.spawn, DataLoader workers and spawn-started processes die of when a
+    # target, a lambda or a local function cannot cross to the child: `Can't pickle <function f at
+    # 0x7f..>: attribute lookup f on __main__ failed`, `Can't pickle local object 'f.<locals>.g'`,
+    # `cannot pickle '_thread.lock' object`, and the child's `Can't get attribute 'f' on <module '__main__'`
+    Term(r"^(?:Can't|Cannot|cannot) pickle (?:local object |<[\w.]{1,200} |'[\w.]{1,200}' object\b)"
+         r"|^Can't get attribute '[\w.<>]{1,200}' on <module '",
+         ("t pickle ", "t get attribute "), raw=r"(?i:t pickle )|t get attribute "),
     # ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG=DETAIL) of the collectives ranks run
     Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",),
          raw="mismatch between collectives"),

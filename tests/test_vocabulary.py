@@ -142,6 +142,11 @@ _SIGNAL_DEATHS = [
     "module 'mylib' has no attribute 'helper'",
     "'int' object is not subscriptable",
     "name 'np' is not defined",
+    # pickle refusing a spawn target, a worker's local function, a lock; the child's lookup
+    "Can't pickle <function main_worker at 0x7f1c444e9d30>: attribute lookup main_worker on __main__ failed",
+    "Can't pickle local object 'build_loader.<locals>.collate'",
+    "cannot pickle '_thread.RLock' object",
+    "Can't get attribute 'Worker' on <module '__main__' (built-in)>",
     # rich's frame arrow with its box characters decoded as U+FFFD; c10's C++ backtrace
     "\ufffd \ufffd 2806 \ufffd   \ufffd   strategy = self._get_padding_truncation_strategies(",
     "Exception raised from forward at /src/custom_op.cpp:88 (most recent call first):",
@@ -198,6 +203,8 @@ _HEALTHY = [
     "valueerror_rate: 0.0",
     "CUDA_HOME is not defined, using /usr/local/cuda",
     "the trainer takes 2 positional arguments",
+    "INFO: the cache can't pickle lambdas, so the dataset is rebuilt in every worker",
+    "dill: cannot pickle generators by default; set recurse=True",
     "[WARNING] async_io: libaio not found, skipping the op",
     "NCCL_SOCKET_IFNAME: not found in the environment, using defaults",
     "If the file can't open file handles fast enough, raise ulimit -n",
