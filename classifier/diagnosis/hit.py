@@ -28,6 +28,9 @@ _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|
                         r"""f?["'](?![\w.-]{1,40}["']\s?:\s)(?![\w.]{0,80}(?:Error|Exception):\s)"""
                         # Python's own `'NoneType' object has no attribute 'x'` is a message
                         r"""(?![\w.]{1,60}' object (?:has no attribute|is not (?:callable|subscriptable|iterable)))"""
+                        # and the dynamic loader's, a shared object's path first (`"/x/_C.so: undefined
+                        # symbol: ..."`), which no source string opens on
+                        r"""(?![/~][^"'\n:]{0,300}\.so(?:\.\d{1,6}){0,4}:\s)"""
                         # and torch's dispatcher: `"addmm_impl_cpu_" not implemented for 'Half'`
                         r"""(?!\w{1,80}" not implemented for ')"""
                         # and Windows' command interpreter: `'nvcc' is not recognized as an ...`

@@ -349,6 +349,19 @@ def test_a_quoted_python_message_is_output_but_a_quoted_source_string_is_code(tm
     assert _diagnose(tmp_path, source)["category"] != "scheduler_config"
 
 
+def test_a_quoted_loader_message_is_output_but_a_quoted_source_string_is_code(tmp_path):
+    # the dynamic loader's message pasted in quotes opens on the shared object's path
+    message = ('"/opt/conda/lib/python3.8/site-packages/detectron2/_C.cpython-38-x86_64-linux-gnu.so: '
+               'undefined symbol: _ZN2at4_ops5zeros4callEv"\n')
+    assert _diagnose(tmp_path, message)["category"] == "version_mismatch"
+    # a source string holding the same words, not opening on a path, stays code
+    source = ('Traceback (most recent call last):\n'
+              '  File "/work/check.py", line 9, in main\n'
+              '    "the .so: undefined symbol: x means a rebuild",\n'
+              'ValueError: bad flag\n')
+    assert _diagnose(tmp_path, source)["category"] != "version_mismatch"
+
+
 
 _TITLE = ("raise EnvironmentError('CUDA_HOME environment variable is not set. ' "
           "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.\n")
