@@ -206,10 +206,8 @@ OTHER_FAILURE_TERMS = (
     # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
     Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)",
          (": error: ",), raw=": error: "),
-    # An exception's name that ranks writing at once glued to other text: `AttributeError`
-    # three times over, `...ds_summary()AssertionError`, `AssertionError      assert x` (the
-    # line starts with the name; another rank's line follows on it). Not an exception line
-    # (the message is another rank's), but a failure.
+    # An exception's name glued to other text by ranks writing at once (`AttributeError` three
+    # times over, `...ds_summary()AssertionError`): not an exception line, but a failure.
     Term(rf"(?:^|[\s\])'\"])(?:{_GLUED_NAME}){{2,}}(?::|\s|$)|[)\]'\"]{_GLUED_NAME}(?::\s|\s*$)"
          rf"|^{_GLUED_NAME}(?:[a-rt-z]|\s{{2,}}\S)",
          gate_pattern=r"(?:error|exception)(?:[a-z]|\s\s)|[)\]'\"][a-z0-9]*(?:error|exception)",
@@ -242,21 +240,16 @@ EVIDENCE_TERMS = (
          r"|callable|iterable)\b|^name '\w{1,200}' is not defined\b",
          ("argument", "has no attribute", "object is not", "is not defined"),
          raw=r"\(\) (?:got|missing|takes) |has no attribute '|object is not |is not defined"),
-    # pickle's refusals without their type (PicklingError / AttributeError / TypeError, a title or
-    # a `print(e)`): what mp.spawn, DataLoader workers and spawn-started processes die of when a
-    # target, a lambda or a local function cannot cross to the child: `Can't pickle <function f at
-    # 0x7f..>: attribute lookup f on __main__ failed`, `Can't pickle local object 'f.<locals>.g'`,
-    # `cannot pickle '_thread.lock' object`, and the child's `Can't get attribute 'f' on <module '__main__'`
+    # pickle's refusals pasted without their type: a spawn target, lambda or local function that
+    # cannot cross to a child process (`Can't pickle <function f at 0x..>`, the child's `Can't get attribute`)
     Term(r"^(?:Can't|Cannot|cannot) pickle (?:local object |<[\w.]{1,200} |'[\w.]{1,200}' object\b)"
          r"|^Can't get attribute '[\w.<>]{1,200}' on <module '",
          ("t pickle ", "t get attribute "), raw=r"(?i:t pickle )|t get attribute "),
     # ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG=DETAIL) of the collectives ranks run
     Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",),
          raw="mismatch between collectives"),
-    # A logger's ERROR / CRITICAL record with no exception line: logging's default format
-    # (`ERROR:root:`), DeepSpeed's `[ERROR] [launch.py:..]`, HF's `[ERROR|trainer.py:12]`,
-    # `name - ERROR - `, vLLM's `ERROR 11-12 22:04:23 file.py:1]` (a level after a timestamp
-    # is peeled by normalize.py); pip's bare `ERROR: ` is left out, its resolver note is harmless
+    # A logger's ERROR / CRITICAL record with no exception line (`ERROR:root:`, `[ERROR] [launch.py:..]`,
+    # `[ERROR|trainer.py:12]`, `name - ERROR - `, vLLM's); pip's bare `ERROR: ` note is harmless
     Term(r"^(?:ERROR|CRITICAL):[\w.]{0,200}:|^\[(?:ERROR|CRITICAL)(?:\]\s|\|[\w.-]{1,200}:\d{1,6}\])"
          r"|^(?:[\w.]{1,200} - )?(?:ERROR|CRITICAL) - |^(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
          r"|\bAn error has been caught in function '"  # loguru's logger.catch
@@ -277,9 +270,8 @@ EVIDENCE_TERMS = (
          ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace",
           "terminate called"), raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal"
                                    r"|==== backtrace|terminate called"),
-    # MPI launchers' reports of a rank that failed: Open MPI, MPICH, Intel MPI (`=   EXIT CODE: 139`),
-    # the `Exit code:    1` field of Open MPI's summary and of `kubectl describe`, srun tearing
-    # a step down, Ray's driver re-raising a task's exception (`RayTaskError(ValueError): `)
+    # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's
+    # summary and `kubectl describe`, srun tearing a step down, Ray's `RayTaskError(ValueError): `
     Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"
          r"|\bexiting improperly\b|^=?\s{0,8}(?:KILLED BY SIGNAL: \d|EXIT CODE: [1-9])|^Exit [Cc]ode:\s{1,40}[1-9]"
          r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): ",

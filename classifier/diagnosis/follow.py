@@ -110,14 +110,6 @@ class Follow:
 
         return handled()
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, handler)
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
-
 
 def _size(path):
     try:

@@ -7,8 +7,6 @@ head (where every rank announces itself) and the tail (where the failure region 
 down the pipeline. A log no longer than the head and tail together is read whole.
 """
 
-from __future__ import annotations
-
 import itertools
 import os
 from collections import deque
@@ -24,7 +22,6 @@ from classifier.diagnosis.storms import KEEP as STORM_KEEP, RUN as STORM_RUN, St
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
-    from typing import Any
     from classifier.diagnosis.read import Warnings
 
 BIG_CHUNK = 1 << 20         # big enough that per-chunk work vanishes, small for memory
@@ -300,7 +297,7 @@ class _Selector:
 
 
 def select_lines(chunks: Iterable[bytes], source: str, warnings: "Warnings",
-                 finder: "PurePythonFinder | HyperscanFinder | Callable[[], Any]",
+                 finder: "PurePythonFinder | HyperscanFinder | Callable[[], object]",
                  chunk_bytes: int = BIG_CHUNK, scanners: int | None = None,
                  repeats: dict | None = None, path: str | None = None) -> Iterator[RawLine]:
     """Yield the RawLines of an input worth diagnosing, from its byte chunks.
