@@ -77,6 +77,12 @@ _CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
 _EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})(?::\s?(?P<msg>.*))?$")
 _NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
+# A raise or assert statement with a string literal right under a frame head whose `File "..."`
+# part the paste cut off (`line 75, in __init__`): the raising frame of a traceback, its message
+# lost. (The statement alone proves nothing: a thread quotes library code as often as output.)
+_CUT_FRAME_TAIL = re_compile(r"^line \d{1,7}, in [\w<>.]{1,200}$")
+_LONE_RAISE = re_compile(r"""^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(\s*|assert\s.{1,2000}?,\s*\(?\s*)"""
+                         r"""(?:[rRfFbBuU]{1,2})?["']""")
 
 
 class Frame:
@@ -180,6 +186,11 @@ class TracebackCollector:
 
     def __init__(self) -> None:
         self.records: list[Raised] = []
+        # raising statements seen outside any traceback (see _LONE_RAISE), each a cut record
+        # with one frame of unknown file; only classifier.diagnosis.raisesite reads them
+        self.lone: list[Raised] = []
+        self._lone_open: dict[tuple[str, int | None], Raised] = {}
+        self._tail_at: dict[tuple[str, int | None], int] = {}  # the last cut frame tail's line
         self._open: dict[tuple[str, int | None], _Open] = {}
 
     def _close(self, state: _Open) -> None:
@@ -251,10 +262,28 @@ class TracebackCollector:
         if frame is None and msg.startswith('File "'):  # _PY_FRAME_HEAD
             state.wrapped = msg[:MAX_WRAPPED]
             return
+        lone = self._lone_open.pop((line.source, line.rank), None) if self._lone_open else None
         if raised is None:
             # A paste that starts mid-traceback, or a c10 error with no Python traceback
             # around it: its first frame opens the record.
             if frame is None:
+                if lone is not None and EXCEPTION_LINE.match(msg):
+                    # the statement's own exception line follows it
+                    m = _EXC_PARTS.match(msg)
+                    lone.type = m.group("type") if m else msg
+                    lone.message = (m.group("msg") or "") if m else ""
+                    lone.line = lone.last = line
+                elif msg[:5] == "line " and _CUT_FRAME_TAIL.match(msg):
+                    self._tail_at[(line.source, line.rank)] = line.lineno
+                elif msg[:1] in ("r", "a") and len(self.lone) < MAX_RECORDS \
+                        and self._tail_at.get((line.source, line.rank)) == line.lineno - 1 \
+                        and _LONE_RAISE.match(msg):
+                    lone = Raised(line.source, line.rank, line.host, line, last=line)
+                    statement = Frame("<cut>", "<module>", None, msg)
+                    statement.at = statement.source_at = line
+                    lone.frames.append(statement)
+                    self.lone.append(lone)
+                    self._lone_open[(line.source, line.rank)] = lone
                 return
             self._start(state, line)
             raised = state.raised

@@ -76,3 +76,34 @@ def test_a_statement_of_a_healthy_wording_stays_unexplained(tmp_path):
     text = FRAMES.replace('raise ValueError("Type fp16 is not supported.")',
                           'raise ValueError("label column missing from the csv")')
     assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
+
+
+
+# A paste that kept the raising frame's source line under a frame head whose `File "..."` part
+# it cut off (`line 75, in __init__`): the statement is that traceback's, its message lost.
+@pytest.mark.parametrize("text", [
+    'line 75, in __init__\n    raise ValueError("Type fp16 is not supported.")\n',
+    '[rank0]: line 1080, in _do_sanity_check\n[rank0]:     raise ValueError("Type bf16 is not supported on your device.")\n',
+    "line 971, in _initialize_params\n    assert not (self.bfloat16_enabled and (self.zero_optimization_stage not in {1, 2, 3})), "
+    "f'bfloat16 mode is only enabled for Zero 1,2,3 currently. got {self.zero_optimization_stage}'\n",
+])
+def test_a_statement_under_a_cut_frame_head_gives_its_message(tmp_path, text):
+    result = _diagnose(tmp_path, text)
+    assert result["category"] == "precision_conflict"
+    assert "raise_statement" in result["facts"]
+
+
+@pytest.mark.parametrize("text", [
+    # the statement alone: quoted library code as often as output
+    'raise ValueError("Attempting to unscale FP16 gradients.").\n',
+    '    raise ValueError("Type fp16 is not supported.")\n',
+    # another exception line after it: not the statement's
+    'line 75, in __init__\n    raise ValueError("Type fp16 is not supported.")\nKeyError: \'input_ids\'\n',
+    # a statement of a healthy wording, or one that raises a variable
+    'line 75, in __init__\n    raise ValueError("label column missing from the csv")\n',
+    "line 75, in __init__\n    raise err\n",
+    # a frame tail, then something else before the statement
+    'line 75, in __init__\n    self._do_sanity_check()\n    raise ValueError("Type fp16 is not supported.")\n',
+])
+def test_a_statement_that_proves_nothing(tmp_path, text):
+    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
