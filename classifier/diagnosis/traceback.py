@@ -68,6 +68,11 @@ _RICH_FRAME = re_compile(r"^(?P<file>(?:/|~|[A-Za-z]:\\)\S*?\.py):(?P<line>\d+) 
                          r"(?P<func>[\w<>.]+)\s*$")
 _RICH_PATH_HEAD = re_compile(r"^(?:/|~|[A-Za-z]:\\)(?:[^\s:]{1,1024}|\S{1,1024}?\.py:\d+ in)$")
 _RICH_ARROW = re_compile(r"^❱\s*\d+\s+(?:│\s*)*(?P<src>\S.*)$")
+# A raise or assert whose message goes on below (`raise ValueError(` at the arrow), and the
+# context line after it that IPython and rich print with the message's literal (`1518   "..."`):
+# the raising frame's statement, read whole when the paste stops before the message.
+_OPEN_RAISE = re_compile(r"^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(|assert\s.{1,2000}?,\s*\()\s*$")
+_CONTEXT_LITERAL = re_compile(r"""^\d{1,7}\s+(?:│\s*)*(?P<src>[rRfFbBuU]{0,2}["'].*)$""")
 _CPP_RAISED = re_compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
 _CPP_FRAME = re_compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
                         r"(?P<file>[^)]*)\)")
@@ -165,7 +170,8 @@ class Raised:
 
 
 class _Open:
-    __slots__ = ("raised", "expect_source", "chain_next", "wrapped", "rich_head", "twin", "echo")
+    __slots__ = ("raised", "expect_source", "chain_next", "wrapped", "rich_head", "twin", "echo",
+                 "open_raise")
 
     def __init__(self) -> None:
         self.raised: Raised | None = None
@@ -175,6 +181,7 @@ class _Open:
         self.echo: Raised | None = None  # a closed twin record whose copies may still trail
         self.wrapped = ""   # a frame line's head that a terminal wrap cut off its `, line N`
         self.rich_head = ""  # a bare path that may be the start of a wrapped rich frame head
+        self.open_raise = False  # the arrow's statement was `raise X(`: its literal may follow
 
 
 def _same(a: Frame, b: Frame) -> bool:
@@ -310,17 +317,26 @@ class TracebackCollector:
             # a rich head is followed by context lines: its own line comes with a `❱`
             state.expect_source = frame.source == "" and not _RICH_FRAME.match(msg)
             return
+        open_raise, state.open_raise = state.open_raise, False
+        if open_raise and raised.frames:
+            more = _CONTEXT_LITERAL.match(msg)
+            if more:
+                raised.frames[-1].source += " " + more.group("src").strip()
+                raised.last = line
+                return
         if msg[:1] == "❱" and raised.frames:
             arrow = _RICH_ARROW.match(msg)
             if arrow:
                 raised.frames[-1].source = arrow.group("src").strip()
                 raised.last = raised.frames[-1].source_at = line
+                state.open_raise = _OPEN_RAISE.match(raised.frames[-1].source) is not None
                 return
         arrow = _IPY_ARROW.match(msg)
         if arrow and raised.frames:
             raised.frames[-1].source = arrow.group("src").strip()
             raised.last = raised.frames[-1].source_at = line
             state.expect_source = False  # the context lines after the arrow are not its source
+            state.open_raise = _OPEN_RAISE.match(raised.frames[-1].source) is not None
             return
         if EXCEPTION_LINE.match(msg):
             m = _EXC_PARTS.match(msg)

@@ -107,3 +107,47 @@ def test_a_statement_under_a_cut_frame_head_gives_its_message(tmp_path, text):
 ])
 def test_a_statement_that_proves_nothing(tmp_path, text):
     assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
+
+
+# IPython and rich print context lines after the arrow: a `raise ValueError(` whose message
+# goes on below shows its literal on the next one, which the statement is read with.
+JUPYTER_OPEN_RAISE = """\
+---------------------------------------------------------------------------
+ValueError                                Traceback (most recent call last)
+Cell In[7], line 1
+----> 1 args = TrainingArguments(output_dir="out", bf16=True)
+
+File /usr/local/lib/python3.10/dist-packages/transformers/training_args.py:1517, in TrainingArguments.__post_init__(self)
+   1515 elif not self.use_cpu:
+   1516     if torch.cuda.is_available() and not is_torch_bf16_gpu_available():
+-> 1517         raise ValueError(
+   1518             "Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0"
+   1519         )
+"""
+RICH_OPEN_RAISE = """\
+│ /usr/local/lib/python3.10/dist-packages/accelerate/state.py:820 in __init__   │
+│                                                                               │
+│ ❱ 820 │   │   │   │   raise ValueError(                                       │
+│   821 │   │   │   │   │   "fp16 mixed precision requires a GPU (not mps)."    │
+│   822 │   │   │   │   )                                                       │
+"""
+
+
+@pytest.mark.parametrize("text", [JUPYTER_OPEN_RAISE, RICH_OPEN_RAISE])
+def test_an_open_raise_reads_the_literal_on_the_next_context_line(tmp_path, text):
+    result = _diagnose(tmp_path, text)
+    assert result["category"] == "precision_conflict"
+    assert "message_cut" in result["facts"]
+
+
+def test_an_open_raise_with_its_message_shown_is_read_from_the_message(tmp_path):
+    text = JUPYTER_OPEN_RAISE + "\nValueError: label column missing from the csv\n"
+    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
+
+
+def test_the_context_line_must_follow_the_arrow(tmp_path):
+    # a literal two context lines down is another statement's
+    text = JUPYTER_OPEN_RAISE.replace(
+        '   1518             "Your setup',
+        '   1518             error_code,\n   1519             "Your setup')
+    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
