@@ -319,7 +319,7 @@ class DeferredHits:
                 covered.setdefault(line.source, []).append(line.lineno)
         out += structure_hits(records, rules, covered, self.training_at, last_lineno)
         if index is not None:
-            out += source_hits(records, index, budget,
+            out += source_hits(records + self.tracebacks.lone, index, budget,
                                lambda raised: _explained(raised, covered),
                                lambda structure, raised: meets(structure, raised,
                                                                self.training_at(raised.line)))

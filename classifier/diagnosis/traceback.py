@@ -68,6 +68,11 @@ _RICH_FRAME = re_compile(r"^(?P<file>(?:/|~|[A-Za-z]:\\)\S*?\.py):(?P<line>\d+) 
                          r"(?P<func>[\w<>.]+)\s*$")
 _RICH_PATH_HEAD = re_compile(r"^(?:/|~|[A-Za-z]:\\)(?:[^\s:]{1,1024}|\S{1,1024}?\.py:\d+ in)$")
 _RICH_ARROW = re_compile(r"^❱\s*\d+\s+(?:│\s*)*(?P<src>\S.*)$")
+# A raise or assert whose message goes on below (`raise ValueError(` at the arrow), and the
+# context line after it that IPython and rich print with the message's literal (`1518   "..."`):
+# the raising frame's statement, read whole when the paste stops before the message.
+_OPEN_RAISE = re_compile(r"^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(|assert\s.{1,2000}?,\s*\()\s*$")
+_CONTEXT_LITERAL = re_compile(r"""^\d{1,7}\s+(?:│\s*)*(?P<src>[rRfFbBuU]{0,2}["'].*)$""")
 _CPP_RAISED = re_compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
 _CPP_FRAME = re_compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
                         r"(?P<file>[^)]*)\)")
@@ -77,6 +82,12 @@ _CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
 _EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})(?::\s?(?P<msg>.*))?$")
 _NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
+# A raise or assert statement with a string literal right under a frame head whose `File "..."`
+# part the paste cut off (`line 75, in __init__`): the raising frame of a traceback, its message
+# lost. (The statement alone proves nothing: a thread quotes library code as often as output.)
+_CUT_FRAME_TAIL = re_compile(r"^line \d{1,7}, in [\w<>.]{1,200}$")
+_LONE_RAISE = re_compile(r"""^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(\s*|assert\s.{1,2000}?,\s*\(?\s*)"""
+                         r"""(?:[rRfFbBuU]{1,2})?["']""")
 
 
 class Frame:
@@ -159,7 +170,8 @@ class Raised:
 
 
 class _Open:
-    __slots__ = ("raised", "expect_source", "chain_next", "wrapped", "rich_head", "twin", "echo")
+    __slots__ = ("raised", "expect_source", "chain_next", "wrapped", "rich_head", "twin", "echo",
+                 "open_raise")
 
     def __init__(self) -> None:
         self.raised: Raised | None = None
@@ -169,6 +181,7 @@ class _Open:
         self.echo: Raised | None = None  # a closed twin record whose copies may still trail
         self.wrapped = ""   # a frame line's head that a terminal wrap cut off its `, line N`
         self.rich_head = ""  # a bare path that may be the start of a wrapped rich frame head
+        self.open_raise = False  # the arrow's statement was `raise X(`: its literal may follow
 
 
 def _same(a: Frame, b: Frame) -> bool:
@@ -180,6 +193,11 @@ class TracebackCollector:
 
     def __init__(self) -> None:
         self.records: list[Raised] = []
+        # raising statements seen outside any traceback (see _LONE_RAISE), each a cut record
+        # with one frame of unknown file; only classifier.diagnosis.raisesite reads them
+        self.lone: list[Raised] = []
+        self._lone_open: dict[tuple[str, int | None], Raised] = {}
+        self._tail_at: dict[tuple[str, int | None], int] = {}  # the last cut frame tail's line
         self._open: dict[tuple[str, int | None], _Open] = {}
 
     def _close(self, state: _Open) -> None:
@@ -251,10 +269,28 @@ class TracebackCollector:
         if frame is None and msg.startswith('File "'):  # _PY_FRAME_HEAD
             state.wrapped = msg[:MAX_WRAPPED]
             return
+        lone = self._lone_open.pop((line.source, line.rank), None) if self._lone_open else None
         if raised is None:
             # A paste that starts mid-traceback, or a c10 error with no Python traceback
             # around it: its first frame opens the record.
             if frame is None:
+                if lone is not None and EXCEPTION_LINE.match(msg):
+                    # the statement's own exception line follows it
+                    m = _EXC_PARTS.match(msg)
+                    lone.type = m.group("type") if m else msg
+                    lone.message = (m.group("msg") or "") if m else ""
+                    lone.line = lone.last = line
+                elif msg[:5] == "line " and _CUT_FRAME_TAIL.match(msg):
+                    self._tail_at[(line.source, line.rank)] = line.lineno
+                elif msg[:1] in ("r", "a") and len(self.lone) < MAX_RECORDS \
+                        and self._tail_at.get((line.source, line.rank)) == line.lineno - 1 \
+                        and _LONE_RAISE.match(msg):
+                    lone = Raised(line.source, line.rank, line.host, line, last=line)
+                    statement = Frame("<cut>", "<module>", None, msg)
+                    statement.at = statement.source_at = line
+                    lone.frames.append(statement)
+                    self.lone.append(lone)
+                    self._lone_open[(line.source, line.rank)] = lone
                 return
             self._start(state, line)
             raised = state.raised
@@ -281,17 +317,26 @@ class TracebackCollector:
             # a rich head is followed by context lines: its own line comes with a `❱`
             state.expect_source = frame.source == "" and not _RICH_FRAME.match(msg)
             return
+        open_raise, state.open_raise = state.open_raise, False
+        if open_raise and raised.frames:
+            more = _CONTEXT_LITERAL.match(msg)
+            if more:
+                raised.frames[-1].source += " " + more.group("src").strip()
+                raised.last = line
+                return
         if msg[:1] == "❱" and raised.frames:
             arrow = _RICH_ARROW.match(msg)
             if arrow:
                 raised.frames[-1].source = arrow.group("src").strip()
                 raised.last = raised.frames[-1].source_at = line
+                state.open_raise = _OPEN_RAISE.match(raised.frames[-1].source) is not None
                 return
         arrow = _IPY_ARROW.match(msg)
         if arrow and raised.frames:
             raised.frames[-1].source = arrow.group("src").strip()
             raised.last = raised.frames[-1].source_at = line
             state.expect_source = False  # the context lines after the arrow are not its source
+            state.open_raise = _OPEN_RAISE.match(raised.frames[-1].source) is not None
             return
         if EXCEPTION_LINE.match(msg):
             m = _EXC_PARTS.match(msg)

@@ -76,3 +76,78 @@ def test_a_statement_of_a_healthy_wording_stays_unexplained(tmp_path):
     text = FRAMES.replace('raise ValueError("Type fp16 is not supported.")',
                           'raise ValueError("label column missing from the csv")')
     assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
+
+
+
+# A paste that kept the raising frame's source line under a frame head whose `File "..."` part
+# it cut off (`line 75, in __init__`): the statement is that traceback's, its message lost.
+@pytest.mark.parametrize("text", [
+    'line 75, in __init__\n    raise ValueError("Type fp16 is not supported.")\n',
+    '[rank0]: line 1080, in _do_sanity_check\n[rank0]:     raise ValueError("Type bf16 is not supported on your device.")\n',
+    "line 971, in _initialize_params\n    assert not (self.bfloat16_enabled and (self.zero_optimization_stage not in {1, 2, 3})), "
+    "f'bfloat16 mode is only enabled for Zero 1,2,3 currently. got {self.zero_optimization_stage}'\n",
+])
+def test_a_statement_under_a_cut_frame_head_gives_its_message(tmp_path, text):
+    result = _diagnose(tmp_path, text)
+    assert result["category"] == "precision_conflict"
+    assert "raise_statement" in result["facts"]
+
+
+@pytest.mark.parametrize("text", [
+    # the statement alone: quoted library code as often as output
+    'raise ValueError("Attempting to unscale FP16 gradients.").\n',
+    '    raise ValueError("Type fp16 is not supported.")\n',
+    # another exception line after it: not the statement's
+    'line 75, in __init__\n    raise ValueError("Type fp16 is not supported.")\nKeyError: \'input_ids\'\n',
+    # a statement of a healthy wording, or one that raises a variable
+    'line 75, in __init__\n    raise ValueError("label column missing from the csv")\n',
+    "line 75, in __init__\n    raise err\n",
+    # a frame tail, then something else before the statement
+    'line 75, in __init__\n    self._do_sanity_check()\n    raise ValueError("Type fp16 is not supported.")\n',
+])
+def test_a_statement_that_proves_nothing(tmp_path, text):
+    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
+
+
+# IPython and rich print context lines after the arrow: a `raise ValueError(` whose message
+# goes on below shows its literal on the next one, which the statement is read with.
+JUPYTER_OPEN_RAISE = """\
+---------------------------------------------------------------------------
+ValueError                                Traceback (most recent call last)
+Cell In[7], line 1
+----> 1 args = TrainingArguments(output_dir="out", bf16=True)
+
+File /usr/local/lib/python3.10/dist-packages/transformers/training_args.py:1517, in TrainingArguments.__post_init__(self)
+   1515 elif not self.use_cpu:
+   1516     if torch.cuda.is_available() and not is_torch_bf16_gpu_available():
+-> 1517         raise ValueError(
+   1518             "Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0"
+   1519         )
+"""
+RICH_OPEN_RAISE = """\
+│ /usr/local/lib/python3.10/dist-packages/accelerate/state.py:820 in __init__   │
+│                                                                               │
+│ ❱ 820 │   │   │   │   raise ValueError(                                       │
+│   821 │   │   │   │   │   "fp16 mixed precision requires a GPU (not mps)."    │
+│   822 │   │   │   │   )                                                       │
+"""
+
+
+@pytest.mark.parametrize("text", [JUPYTER_OPEN_RAISE, RICH_OPEN_RAISE])
+def test_an_open_raise_reads_the_literal_on_the_next_context_line(tmp_path, text):
+    result = _diagnose(tmp_path, text)
+    assert result["category"] == "precision_conflict"
+    assert "message_cut" in result["facts"]
+
+
+def test_an_open_raise_with_its_message_shown_is_read_from_the_message(tmp_path):
+    text = JUPYTER_OPEN_RAISE + "\nValueError: label column missing from the csv\n"
+    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
+
+
+def test_the_context_line_must_follow_the_arrow(tmp_path):
+    # a literal two context lines down is another statement's
+    text = JUPYTER_OPEN_RAISE.replace(
+        '   1518             "Your setup',
+        '   1518             error_code,\n   1519             "Your setup')
+    assert _diagnose(tmp_path, text)["category"] in ("unknown", "none")
