@@ -68,9 +68,8 @@ _RICH_FRAME = re_compile(r"^(?P<file>(?:/|~|[A-Za-z]:\\)\S*?\.py):(?P<line>\d+) 
                          r"(?P<func>[\w<>.]+)\s*$")
 _RICH_PATH_HEAD = re_compile(r"^(?:/|~|[A-Za-z]:\\)(?:[^\s:]{1,1024}|\S{1,1024}?\.py:\d+ in)$")
 _RICH_ARROW = re_compile(r"^❱\s*\d+\s+(?:│\s*)*(?P<src>\S.*)$")
-# A raise or assert whose message goes on below (`raise ValueError(` at the arrow), and the
-# context line after it that IPython and rich print with the message's literal (`1518   "..."`):
-# the raising frame's statement, read whole when the paste stops before the message.
+# A raise or assert whose message goes on below (`raise ValueError(` at the arrow) and the context
+# line IPython and rich print with its literal (`1518   "..."`): read when the message was cut.
 _OPEN_RAISE = re_compile(r"^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(|assert\s.{1,2000}?,\s*\()\s*$")
 _CONTEXT_LITERAL = re_compile(r"""^\d{1,7}\s+(?:│\s*)*(?P<src>[rRfFbBuU]{0,2}["'].*)$""")
 _CPP_RAISED = re_compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
@@ -82,9 +81,8 @@ _CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
 _EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})(?::\s?(?P<msg>.*))?$")
 _NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
-# A raise or assert statement with a string literal right under a frame head whose `File "..."`
-# part the paste cut off (`line 75, in __init__`): the raising frame of a traceback, its message
-# lost. (The statement alone proves nothing: a thread quotes library code as often as output.)
+# A raise/assert with a literal right under a frame head cut before `line 75, in __init__`: the
+# raising frame, its message lost (the statement alone proves nothing: threads quote code).
 _CUT_FRAME_TAIL = re_compile(r"^line \d{1,7}, in [\w<>.]{1,200}$")
 _LONE_RAISE = re_compile(r"""^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(\s*|assert\s.{1,2000}?,\s*\(?\s*)"""
                          r"""(?:[rRfFbBuU]{1,2})?["']""")
@@ -193,8 +191,7 @@ class TracebackCollector:
 
     def __init__(self) -> None:
         self.records: list[Raised] = []
-        # raising statements seen outside any traceback (see _LONE_RAISE), each a cut record
-        # with one frame of unknown file; only classifier.diagnosis.raisesite reads them
+        # raising statements outside any traceback (_LONE_RAISE): read by raisesite.py only
         self.lone: list[Raised] = []
         self._lone_open: dict[tuple[str, int | None], Raised] = {}
         self._tail_at: dict[tuple[str, int | None], int] = {}  # the last cut frame tail's line
