@@ -23,9 +23,8 @@ from classifier.precompiled import re_compile
 # `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Failure", "Fault")
 _SUFFIX = "(?:" + "|".join(EXCEPTION_SUFFIXES) + ")"
-# In the raw line an exception's name may be followed by what normalising strips (an escape,
-# a JSON quote, a box border), but never by a letter, `(`, `)`, `,`, `.` or `=`: so
-# `NewConnectionError(` in a urllib3 retry and `ASYNC_ERROR_HANDLING` are not exceptions.
+# In the raw line an exception's name may be followed by what normalising strips (an escape, a JSON quote, a box border), but never by a letter, `(`, `)`,
+# `,`, `.` or `=`: so `NewConnectionError(` in a urllib3 retry and `ASYNC_ERROR_HANDLING` are not exceptions.
 _NAME_END = r"(?:[^A-Za-z0-9_(),.=]|$)"
 
 
@@ -68,9 +67,8 @@ EXCEPTION_TERMS = (
     # (for Hyperscan one regex per capital: `.A` ... `.Z` are literals it can look for)
     Term(r"^(?:[a-z_]\w{0,127}\.){2,32}[A-Z]\w{0,127}: ", gate_pattern=r"\w\.[a-z_]\w*: ",
          raw=r"\w\.[A-Z]\w*(?::|\x1b|\\)", scan=_each(r"\w\.{}\w*(?::|\x1b|\\)", _CAPITALS)),
-    # the standard library's lower-case classes, by module (a metric `val.error: 0.3` is not
-    # one): `socket.gaierror: [Errno -2] Name or service not known`, `socket.timeout: timed
-    # out`, `struct.error: unpack requires a buffer of 4 bytes`, `re.error: ...`
+    # the standard library's lower-case classes, by module (a metric `val.error: 0.3` is not one): `socket.gaierror: [Errno -2] Name or service not known`,
+    # `socket.timeout: timed out`, `struct.error: unpack requires a buffer of 4 bytes`, `re.error: ...`
     Term(r"^(?:_?socket\.(?:gaierror|herror|timeout|error)|(?:_?struct|re|sre_constants|zlib|binascii"
          r"|select|mmap|_?curses|resource|termios)\.error)(?::\s|:$|$)",
          (".gaierror", ".herror", ".timeout", ".error"),
@@ -102,9 +100,8 @@ OTHER_FAILURE_TERMS = (
     # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread
     Term(r"Assertion [`'][^`']+[`'] failed", ("assertion",), raw="Assertion"),
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
-    # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception:
-    # `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress: ...`, `CUDA error: out of memory`,
-    # darknet's and other C macros' `CUDA Error: unknown error`.
+    # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception: `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress:
+    # ...`, `CUDA error: out of memory`, darknet's and other C macros' `CUDA Error: unknown error`.
     Term(r"\bCUDA [Ee]rror\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"),
          raw=r"CUDA [Ee]rror|cudaError[A-Z]"),
     # NCCL's CUDACHECK and its copies elsewhere: `NCCL WARN Cuda failure 'an illegal memory access ...'`
@@ -129,8 +126,7 @@ OTHER_FAILURE_TERMS = (
     # a launch that never started: `bash: deepspeed: command not found`, `zsh: command not found: torchrun`
     Term(r": command not found\b|\bcommand not found: \S", ("command not found",),
          raw="command not found"),
-    # dash (Debian's /bin/sh) names a missing command with the script's line number:
-    # `train.sh: 1: srun: not found`, `/bin/sh: 3: deepspeed: not found`
+    # dash (Debian's /bin/sh) names a missing command with the script's line number: `train.sh: 1: srun: not found`, `/bin/sh: 3: deepspeed: not found`
     Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",),
          raw=": not found"),
     # the interpreter could not open the script it was given (Python 3, any platform):
@@ -216,8 +212,7 @@ OTHER_FAILURE_TERMS = (
          raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:[^(\n]|$)", gate_needs=("error", "exception"),
          scan=(r"(?:Error|Exception)(?:[^(\n]|$)",)),
 )
-# Failure lines read by the failure signals alone (these and AFTERMATH_TERMS): the fallback
-# model's region (region.py) starts at OTHER_FAILURE, as when the shipped model was trained.
+# Read by the failure signals alone (with AFTERMATH_TERMS): the model's region (region.py) starts at OTHER_FAILURE.
 _LOWER_ERRORS = ("value", "type", "key", "index", "attribute", "assertion", "runtime", "import", "syntax", "os",
                  "modulenotfound", "filenotfound", "name", "notimplemented", "zerodivision", "eof", "permission",
                  "recursion", "memory", "overflow", "unicodedecode", "jsondecode", "lookup", "connection",
@@ -230,9 +225,8 @@ EVIDENCE_TERMS = (
          raw=rf"traceback \(most|file (?:\\?\"|&quot;|&#34;|“|”)|(?:{'|'.join(_LOWER_ERRORS)})error"),
     # rich's `│ ❱ 2806 │` frame arrow with its box characters lost to U+FFFD: `� � 2806 �`
     Term("^\ufffd \ufffd {0,6}\\d{1,6} \ufffd", ("\ufffd \ufffd",), raw="\ufffd \ufffd"),
-    # CPython's commonest TypeError / AttributeError / NameError messages without their type (a
-    # title, a `print(e)`): `__init__() got an unexpected keyword argument 'gpus'`, `f() missing 1
-    # required positional argument: 'x'`, `'NoneType' object has no attribute 'shape'`
+    # CPython's commonest TypeError / AttributeError / NameError messages without their type (a title, a `print(e)`): `__init__() got an unexpected keyword
+    # argument 'gpus'`, `f() missing 1 required positional argument: 'x'`, `'NoneType' object has no attribute 'shape'`
     Term(r"^[\w.<>]{1,200}\(\) (?:got an unexpected keyword argument '|missing \d+ required (?:positional|keyword-only)"
          r" arguments?: '|takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:were|was) given"
          r"|got multiple values for argument ')|^(?:'[\w.]{1,200}' object|module '[\w.]{1,200}'"
@@ -257,8 +251,7 @@ EVIDENCE_TERMS = (
          r"|\"(?:level|levelname|severity)\"\s{0,4}:\s{0,4}\"(?i:error|critical|fatal)\"|^Error: (?!None\b)[A-Za-z]",
          ("error", "critical", "fatal"), raw=r"(?:ERROR|CRITICAL)(?::| - | \d\d-\d\d )|\[(?:ERROR|CRITICAL)[\]|]|error has been caught"
          r'|(?i:level|levelname|severity)\\?"\s{0,4}:\s{0,4}\\?"(?i:error|critical|fatal)|Error: '),
-    # glog / c10 ERROR-severity lines (`E0301 10:05:11.223 42 api.py:869]`, `[E ProcessGroupNCCL.cpp:12]`);
-    # not absl's `E0000 00:00:` lines printed before its log is set up (TF's cuDNN factory noise)
+    # glog / c10 ERROR lines (`E0301 10:05:11.223 42 api.py:869]`, `[E ProcessGroupNCCL.cpp:12]`), not absl's pre-init `E0000 00:00:` (TF's noise)
     Term(r"^\[?E(?!0000)\d{4} \d\d:\d\d:\d\d[.\d]{0,10}\s{1,8}\d{1,10} [^\s\]]{1,300}:\d{1,6}\]"
          r"|^\[E [\w.-]{1,200}:\d{1,6}\]", ("[e ",), gate_pattern=r"[ef]\d{4} \d\d:\d\d:\d\d",
          raw=r"E\d{4} \d\d:\d\d:\d\d|\[E [A-Za-z0-9_.-]+:[0-9]",
@@ -279,8 +272,7 @@ EVIDENCE_TERMS = (
           "raytaskerror("),
          raw=r"MPI_ABORT|MPI_Abort|BAD TERMINATION|exiting improperly|KILLED BY SIGNAL|EXIT CODE|Exit [Cc]ode:"
              r"|srun: [Ff]|RayTaskError\("),
-    # torch's commonest error messages without their exception type (a title, a `print(e)`),
-    # and the advice every CUDA error ends with, pasted alone
+    # torch's commonest error messages without their exception type (a title, a `print(e)`), and the advice every CUDA error ends with, pasted alone
     Term(r"^Expected all tensors to be on the same device\b|^expected scalar type \w{1,40} but found \w"
          r"|^mat1 and mat2 shapes cannot be multiplied|^Expected to have finished reduction in the prior iteration"
          r"|^element \d{1,6} of tensors does not require grad|^one of the variables needed for gradient computation has"
@@ -310,6 +302,19 @@ EVIDENCE_TERMS = (
          r"|^error: (?:legacy-install-failure|metadata-generation-failed|subprocess-exited-with-error)\b",
          ("*** [", "cmake error", "error: "),
          raw=r"\*\*\* \[|CMake Error|error: (?:legacy|metadata|subprocess)"),
+    # last words outside a warning: an open's OSError (`Cannot open x due to [Errno 2]`), a job's NVRM Xid, `Check failed:`, curl, HTTP 4xx/5xx, pytest
+    Term(r"^(?!.{0,400}?(?:[Ww]arning|WARN|INFO|[Rr]etry|[Ff]alling back|[Ss]kipping))(?i:.{0,400}?\b(?:cannot|can't|could not"
+         r"|couldn't|unable to|failed to) (?:open|read|load|write|create|save|find|access)\b).{0,400}?\[Errno \d{1,5}\] [A-Z]"
+         r"|\bNVRM: Xid \(.{0,60}?, name=(?:python|pt_|ray::|torchrun|deepspeed)|(?:^|\] )Check failed: \S|^curl: \(\d{1,2}\) [A-Z]|^=+ (?:FAILURES|ERRORS) =+$"
+         r"|^(?!.{0,400}?(?:[Ww]arning|WARN|INFO))(?:.{0,400}?\b)?[45]\d\d (?:Client|Server) Error[:.] ",
+         ("[errno", "nvrm: xid", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error"),
+         raw=r"\[Errno|NVRM: Xid|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|(?:Client|Server) Error[:.] "),
+    # a job's start that found no program or file (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`
+    Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env): [^:]{1,255}: No such file or directory|^zsh: no such file or directory: \S",
+         ("no such file or directory",), raw="(?i:no such file or directory)"),
+    Term(  # a JVM stack trace's frames cut from their exception (Spark, Hadoop, a Java tokenizer)
+         r"^\s*at [\w$]+(?:[./][\w$<>-]+)+\([\w$]+\.(?:java|scala|kt):\d{1,7}\)", (".java:", ".scala:", ".kt:"),
+         raw=r"\.(?:java|scala|kt):[0-9]"),
     # an exception a logger or a message names after its own words (`Training failed: KeyError:
     # 'x'`), not in a warning and not a code line's `except ValueError: pass`
     Term(r"^(?!.{0,400}?(?:[Ww]arning|WARN))(?:.{0,400}?[^\w.])(?<!except )(?:[a-z_]\w{0,60}\.){0,8}"
@@ -338,17 +343,15 @@ AFTERMATH_TERMS = (
          raw=r"[Ee]xit_status|failed[\t ]+[1-9]|ExitCode=|exitCode|CrashLoopBackOff|Back-off restarting"
              r"|BackoffLimitExceeded"),
 )
-# Lines only a job that finished prints. A failure marker followed by one of these in the same
-# file was survived (a caught exception, a retried upload), not fatal.
+# Lines only a job that finished prints: a failure marker before one in the same file was survived (a caught exception, a retried upload).
 SUCCESS_TERMS = (
     Term(r"Process \d+ exits successfully", ("exits successfully",), raw="exits successfully"),   # deepspeed launcher
     Term(r"'train_runtime':", ("train_runtime",), raw="train_runtime"),                   # HF Trainer metrics
     Term(r"\btrain_runtime\s+=", ("train_runtime",), raw="train_runtime"),
     Term(r"Training completed\. Do not forget", ("training completed",), raw="Training completed"),
 )
-# How a run that finished says so, beyond SUCCESS_TERMS (which also rescue a failure marker
-# before them, so they must stay strict). Read only on a log's last lines, where the question
-# "did it stop mid-training?" is decided: the prefilter always keeps a big log's tail.
+# How a run that finished says so, beyond SUCCESS_TERMS (which also rescue a failure marker before them, so they must stay strict). Read only on a log's
+# last lines, where the question "did it stop mid-training?" is decided: the prefilter always keeps a big log's tail.
 RUN_END = re_compile("|".join((
     r"exits successfully", r"'train_runtime':", r"\btrain_runtime\s+=",      # DeepSpeed launcher, HF
     r"Training completed\. Do not forget",                                   # HF Trainer
@@ -363,18 +366,16 @@ RUN_END = re_compile("|".join((
     r"(?:done|complete|completed|finished|ended)\b)",
     r"(?i:^(?:rank\s*\d+\s*:?\s*)?(?:all\s+)?(?:done|finished|complete|completed)\b)",
 )))
-# A training step being reported: the DeepSpeed engine's `[Rank 0] step=N` and its timer's
-# `global_step=N`, Megatron's `iteration N/ M |`, HF Trainer's `{'loss': ...}` dict, and the
-# generic `step N ... loss` / `epoch N ... loss` of hand-written loops.
+# A training step being reported: the DeepSpeed engine's `[Rank 0] step=N` and its timer's `global_step=N`, Megatron's `iteration N/ M |`, HF Trainer's
+# `{'loss': ...}` dict, and the generic `step N ... loss` / `epoch N ... loss` of hand-written loops.
 PROGRESS = re_compile("|".join((
     r"\[Rank \d+\] step=\d+", r"\bglobal_step=\d+", r"^iteration\s+\d+\s*/\s*\d+\s*\|",
     r"['\"]loss['\"]:\s*-?\d",
     r"(?i:\b(?:step|iter|iteration|epoch)\s*[=:]?\s*\d+\b.*\bloss\b)",
 )))
 
-# torchelastic's summary names the rank that failed first. Its fields follow within
-# ROOT_FIELD_LINES lines, which the prefilter keeps as the title's context, so the fields
-# themselves (`rank`, `host`: words every prefixed line holds) need no gate.
+# torchelastic's summary names the rank that failed first. Its fields follow within ROOT_FIELD_LINES lines, which the prefilter keeps as the title's
+# context, so the fields themselves (`rank`, `host`: words every prefixed line holds) need no gate.
 ROOT_CAUSE = "Root Cause (first observed failure)"
 ROOT_CAUSE_TERMS = (Term(re.escape(ROOT_CAUSE), ("root cause",), raw="Root Cause"),)
 ROOT_FIELD = re_compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
@@ -386,8 +387,7 @@ OTHER_FAILURE = _any(OTHER_FAILURE_TERMS)
 EVIDENCE = _any(EVIDENCE_TERMS)
 AFTERMATH = _any(AFTERMATH_TERMS)
 SUCCESS = _any(SUCCESS_TERMS)
-# Every line OTHER_FAILURE or SUCCESS matches holds one of their gates (tests/test_vocabulary.py):
-# one search of the lower-cased line spares the two alternations on most lines.
+# Every line OTHER_FAILURE or SUCCESS matches holds one of their gates (test_vocabulary.py): one search of the lower-cased line spares most lines.
 MARKER_HINT = Hint(SUCCESS_TERMS, OTHER_FAILURE_TERMS + EVIDENCE_TERMS, AFTERMATH_TERMS)
 # The exception type named anywhere in a line (triage groups unexplained failures by it).
 EXCEPTION_TYPE = re_compile(rf"\b([A-Za-z_][\w.]*{_SUFFIX})\b")

@@ -191,6 +191,27 @@ _SIGNAL_DEATHS = [
     "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
     "PRTE has lost communication with a remote daemon.",
     "Runtime Error: floatingPointError: loss became infinite or NaN at iteration=88!",
+    # unseen failures' last words: a failed open's OSError without its type, a job process's Xid,
+    # glog's check, curl's exit, an HTTP client's error for a url, pytest's banner, a launch script
+    # that found no interpreter, a JVM trace's frames
+    "webui.common - Cannot open data/dataset_info.json due to [Errno 2] No such file or directory: 'data/dataset_info.json'.",
+    "[rank1]: Unable to load weights from checkpoint file: [Errno 13] Permission denied: '/ckpt/model.bin'",
+    "[22859.08] NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=pt_main_thread, Graphics SM Warp Exception on (GPC 0, TPC 1)",
+    "NVRM: Xid (PCI:0000:01:00): 31, pid=14292, name=python3, Ch 00000030, intr 00000000. MMU Fault: ENGINE GRAPHICS",
+    "F0101 00:00:01.000000 12 tpu_client.cc:9] Check failed: status.ok()",
+    "Check failed: status == CUDNN_STATUS_SUCCESS (3 vs. 0)  CUDNN_STATUS_BAD_PARAM",
+    "curl: (22) The requested URL returned error: 404",
+    "curl: (7) Failed to connect to localhost port 8000 after 0 ms: Connection refused",
+    "404 Client Error: Not Found for url: https://huggingface.co/org/model/resolve/main/config.json",
+    "[rank0]: 500 Server Error: Internal Server Error for url: https://api.wandb.ai/graphql",
+    "401 Client Error. (Request ID: Root=1-6569-abc)",
+    "=================================== FAILURES ===================================",
+    "train.sh: line 3: /opt/venv/bin/python: No such file or directory",
+    "/usr/bin/env: ‘python’: No such file or directory",
+    "bash: ./run_train.sh: No such file or directory",
+    "zsh: no such file or directory: ./train.sh",
+    "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2454)",
+    "        at java.base/java.lang.Thread.run(Thread.java:829)",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -226,6 +247,16 @@ _HEALTHY = [
     "INFO: access to the gated repo granted, downloading config.json",
     # slurmstepd's cgroup set-up notice, which steps that go on to finish print too
     "slurmstepd: error: xcgroup_instantiate: unable to create cgroup '/sys/fs/cgroup/memory/slurm/uid_1000' : Cannot allocate memory",
+    # an OSError a job survives (a warning, a cache it skips), a desktop app's Xid, words of a test run that passed
+    "WARNING - could not open /etc/x.conf: [Errno 2] No such file or directory: '/etc/x.conf'",
+    '{"level":"info","msg":"Could not read cache: [Errno 2] No such file or directory: c.json, skipping"}',
+    "Failed to load the tokenizer cache: [Errno 2] No such file or directory: 'c.json'; falling back to the slow one",
+    "NVRM: Xid (PCI:0000:08:00): 31, pid=169800, name=chrome, Ch 00000023, intr 00000000. MMU Fault: ENGINE CE0",
+    "Health check failed: 0 times",
+    "pytest -x tests/ ; errors = failures = 0",
+    "INFO: server answered 404 Client Error: Not Found for url: /x, retrying",
+    "cleanup: /tmp/x: No such file or directory (already removed)",
+    "see the data layout at Thread.java and Main.scala",
 ]
 
 
