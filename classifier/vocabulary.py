@@ -302,13 +302,13 @@ EVIDENCE_TERMS = (
          r"|^error: (?:legacy-install-failure|metadata-generation-failed|subprocess-exited-with-error)\b",
          ("*** [", "cmake error", "error: "),
          raw=r"\*\*\* \[|CMake Error|error: (?:legacy|metadata|subprocess)"),
-    # last words outside a warning: an open's OSError (`Cannot open x due to [Errno 2]`), a job's NVRM Xid, `Check failed:`, curl, HTTP 4xx/5xx, pytest
+    # last words outside a warning: an open's OSError (`Cannot open x due to [Errno 2]`), `Check failed:`, curl, HTTP 4xx/5xx, pytest
     Term(r"^(?!.{0,400}?(?:[Ww]arning|WARN|INFO|[Rr]etry|[Ff]alling back|[Ss]kipping))(?i:.{0,400}?\b(?:cannot|can't|could not"
          r"|couldn't|unable to|failed to) (?:open|read|load|write|create|save|find|access)\b).{0,400}?\[Errno \d{1,5}\] [A-Z]"
-         r"|\bNVRM: Xid \(.{0,60}?, name=(?:python|pt_|ray::|torchrun|deepspeed)|(?:^|\] )Check failed: \S|^curl: \(\d{1,2}\) [A-Z]|^=+ (?:FAILURES|ERRORS) =+$"
+         r"|(?:^|\] )Check failed: \S|^curl: \(\d{1,2}\) [A-Z]|^=+ (?:FAILURES|ERRORS) =+$"
          r"|^(?!.{0,400}?(?:[Ww]arning|WARN|INFO))(?:.{0,400}?\b)?[45]\d\d (?:Client|Server) Error[:.] ",
-         ("[errno", "nvrm: xid", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error"),
-         raw=r"\[Errno|NVRM: Xid|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|(?:Client|Server) Error[:.] "),
+         ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error"),
+         raw=r"\[Errno|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|(?:Client|Server) Error[:.] "),
     # a job's start that found no program or file (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`
     Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env): [^:]{1,255}: No such file or directory|^zsh: no such file or directory: \S",
          ("no such file or directory",), raw="(?i:no such file or directory)"),
