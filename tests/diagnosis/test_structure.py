@@ -338,29 +338,24 @@ def test_a_lone_decode_error_after_nccl_built_its_communicators_is_not_the_confi
     assert _diagnose(tmp_path, launched + nccl + lone)["category"] == "unknown"
 
 
-def test_a_quoted_python_message_is_output_but_a_quoted_source_string_is_code(tmp_path):
-    # a bare AttributeError message pasted on its own opens on a quote, as source strings do
-    message = "'DummyOptim' object has no attribute 'param_groups'\n"
-    assert _diagnose(tmp_path, message)["category"] == "scheduler_config"
+# A message pasted on its own in quotes is output; a source string holding the same words (in a
+# traceback's code line) stays code. A bare AttributeError message opens on a quote, as source
+# strings do; the dynamic loader's message in quotes opens on the shared object's path.
+@pytest.mark.parametrize("message, source_line, category", [
+    ("'DummyOptim' object has no attribute 'param_groups'",
+     "'DummyOptim' object has no attribute 'param_groups' if flag else None,", "scheduler_config"),
+    ('"/opt/conda/lib/python3.8/site-packages/detectron2/_C.cpython-38-x86_64-linux-gnu.so: '
+     'undefined symbol: _ZN2at4_ops5zeros4callEv"',
+     '"the .so: undefined symbol: x means a rebuild",', "version_mismatch"),
+], ids=["python message", "loader message"])
+def test_a_quoted_message_is_output_but_a_quoted_source_string_is_code(tmp_path, message, source_line,
+                                                                        category):
+    assert _diagnose(tmp_path, message + "\n")["category"] == category
     source = ("Traceback (most recent call last):\n"
               '  File "/work/train.py", line 9, in main\n'
-              "    'DummyOptim' object has no attribute 'param_groups' if flag else None,\n"
+              f"    {source_line}\n"
               "ValueError: bad flag\n")
-    assert _diagnose(tmp_path, source)["category"] != "scheduler_config"
-
-
-def test_a_quoted_loader_message_is_output_but_a_quoted_source_string_is_code(tmp_path):
-    # the dynamic loader's message pasted in quotes opens on the shared object's path
-    message = ('"/opt/conda/lib/python3.8/site-packages/detectron2/_C.cpython-38-x86_64-linux-gnu.so: '
-               'undefined symbol: _ZN2at4_ops5zeros4callEv"\n')
-    assert _diagnose(tmp_path, message)["category"] == "version_mismatch"
-    # a source string holding the same words, not opening on a path, stays code
-    source = ('Traceback (most recent call last):\n'
-              '  File "/work/check.py", line 9, in main\n'
-              '    "the .so: undefined symbol: x means a rebuild",\n'
-              'ValueError: bad flag\n')
-    assert _diagnose(tmp_path, source)["category"] != "version_mismatch"
-
+    assert _diagnose(tmp_path, source)["category"] != category
 
 
 _TITLE = ("raise EnvironmentError('CUDA_HOME environment variable is not set. ' "
