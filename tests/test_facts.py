@@ -12,8 +12,8 @@ import pytest
 from conftest import ROOT, run_dsdiag
 
 from classifier.diagnosis.diagnose import diagnose_job
-from classifier.facts import (DURATION_FACTS, FLOAT_FACTS, INT_FACTS, SIZE_FACTS, fact_text,
-                              parse_duration, parse_size, typed_value)
+from classifier.facts import (DURATION_FACTS, FLOAT_FACTS, INT_FACTS, LIST_FACTS, SIZE_FACTS,
+                              fact_text, parse_duration, parse_size, typed_value)
 from classifier.jobs.group import group_key
 from classifier.render.json import render_json
 
@@ -55,8 +55,8 @@ def _check_types(facts, where):
             assert isinstance(value["value"], (int, float)) and isinstance(value["unit"], str)
         elif name in DURATION_FACTS:
             assert isinstance(value, dict) and isinstance(value["seconds"], (int, float))
-        elif name == "ranks":
-            assert value and all(type(r) is int for r in value), (where, value)
+        elif name in LIST_FACTS:  # ranks, an Xid trend's codes
+            assert value and all(type(r) is int for r in value), (where, name, value)
         else:
             assert isinstance(value, str), (where, name, value)
 
