@@ -102,8 +102,7 @@ OTHER_FAILURE_TERMS = (
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
     # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception: `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress:
     # ...`, `CUDA error: out of memory`, darknet's and other C macros' `CUDA Error: unknown error`.
-    Term(r"\bCUDA [Ee]rror\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"),
-         raw=r"CUDA [Ee]rror|cudaError[A-Z]"),
+    Term(r"\bCUDA [Ee]rror\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"), raw=r"CUDA [Ee]rror|cudaError[A-Z]"),
     # NCCL's CUDACHECK and its copies elsewhere: `NCCL WARN Cuda failure 'an illegal memory access ...'`
     Term(r"(?i:\bcuda failure\b)", ("cuda failure",), raw="(?i:cuda failure)"),
     # any case: zsh and DataLoader's worker handler write it in lower case
@@ -121,22 +120,17 @@ OTHER_FAILURE_TERMS = (
          r"|floating point exception|killed|trace trap)\s+\S", ("zsh: ",), raw="zsh: "),
     Term(r"terminated by signal SIG[A-Z]+", ("terminated by signal",), raw="terminated by signal"),
     # DataLoader's worker signal handler: `ERROR: Unexpected floating-point exception encountered in worker.`
-    Term(r"Unexpected [\w -]{3,40} encountered in worker", ("encountered in worker",),
-         raw="encountered in worker"),
+    Term(r"Unexpected [\w -]{3,40} encountered in worker", ("encountered in worker",), raw="encountered in worker"),
     # a launch that never started: `bash: deepspeed: command not found`, `zsh: command not found: torchrun`
-    Term(r": command not found\b|\bcommand not found: \S", ("command not found",),
-         raw="command not found"),
+    Term(r": command not found\b|\bcommand not found: \S", ("command not found",), raw="command not found"),
     # dash (Debian's /bin/sh) names a missing command with the script's line number: `train.sh: 1: srun: not found`, `/bin/sh: 3: deepspeed: not found`
-    Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",),
-         raw=": not found"),
+    Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",), raw=": not found"),
     # the interpreter could not open the script it was given (Python 3, any platform):
     # `python3: can't open file '/w/train.py': [Errno 2] No such file or directory`
-    Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",),
-         raw="t open file"),
+    Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",), raw="t open file"),
     # Ray's driver found a task's or actor's error nobody retrieved: the task failed
     # (`Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::Worker.f() ...`)
-    Term(r"Unhandled error \(suppress with\b", ("unhandled error (suppress",),
-         raw=r"Unhandled error \(suppress"),
+    Term(r"Unhandled error \(suppress with\b", ("unhandled error (suppress",), raw=r"Unhandled error \(suppress"),
     # a notebook's kernel died under the cell (Jupyter; VS Code's wording)
     Term(r"kernel appears to have died|Kernel crashed while executing code",
          ("kernel appears to have died", "kernel crashed while executing"),
@@ -157,19 +151,20 @@ OTHER_FAILURE_TERMS = (
           "has lost communication"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
          "|not enough slots|An error occurred in MPI_|was unable to (?:find|launch|start|reliably)|failed for some reason"
          "|daemon has unexpectedly|unexpectedly disconnected|has lost communication"),
-    # glibc's heap/stack aborts, absl's failure-signal handler (TF, JAX), Ray's worker died under a task, a bare FATAL line
+    # glibc's and tcmalloc's heap aborts (`Attempt to free invalid pointer 0x..`), absl's failure-signal handler, Ray's worker died under a task, a FATAL line
     Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
-         r"|stack smashing detected|corrupted size vs\. prev_size"
+         r"|stack smashing detected|corrupted size vs\. prev_size|corrupted double-linked list|(?i:attempt to (?:free|realloc) invalid pointer)"
          r"|\*\*\* SIG[A-Z]+ received at time=|A worker died or was killed while executing a task|^FATAL: \S",
          ("double free", "(): invalid", "malloc(): ", "stack smashing", "corrupted size", "received at time=",
-          "worker died or was killed", "fatal: "),
+          "worker died or was killed", "fatal: ", "double-linked list", "invalid pointer"),
          raw=r"double free|\(\): invalid|malloc\(\): |stack smashing|corrupted size|received at time="
-             r"|worker died or was killed|FATAL: "),
+             r"|worker died or was killed|FATAL: |double-linked list|(?i:invalid pointer)"),
     Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S|^ERROR:\s{1,8}\[Errno \d{1,5}\] |\bCannot access gated repo for url\b",
          ("panicked at", "panic: ", "error:", "cannot access gated repo"),  # Rust/Go panics, uvicorn's bind, the Hub's gate
          raw=r"panicked at|panic: |\[Errno|Cannot access gated repo"),
-    Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)", ("fatal python error", "infinite or nan at iter"),
-         raw="Fatal Python error|(?i:infinite or nan at iter)"),  # and detectron2's NaN-loss check, raised or retyped
+    Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)|gradients at all steps are invalid in this epoch|\bThis training was stopped at \d",
+         ("fatal python error", "infinite or nan at iter", "invalid in this epoch", "training was stopped at"),  # detectron2's NaN-loss check,
+         raw="Fatal Python error|(?i:infinite or nan at iter)|invalid in this epoch|training was stopped at"),  # espnet2's stop on NaN grads
     # device runtimes that abort in their own words (no Python exception): ROCm's HSA page fault,
     # then abort; pointnet2-style extensions' CUDA check (`CUDA kernel failed : <error>`), then exit
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S", ("memory access fault by gpu",
@@ -200,8 +195,7 @@ OTHER_FAILURE_TERMS = (
     Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"[ef]\d{4} \d\d:\d\d:\d\d",
          raw=r"F\d{4} \d\d:\d\d:\d\d", scan=_each(r"F{}\d{3} \d\d:\d\d:\d\d", "0123456789")),
     # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
-    Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)",
-         (": error: ",), raw=": error: "),
+    Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)", (": error: ",), raw=": error: "),
     # An exception's name glued to other text by ranks writing at once (`AttributeError` three
     # times over, `...ds_summary()AssertionError`): not an exception line, but a failure.
     Term(rf"(?:^|[\s\])'\"])(?:{_GLUED_NAME}){{2,}}(?::|\s|$)|[)\]'\"]{_GLUED_NAME}(?::\s|\s*$)"
@@ -240,8 +234,7 @@ EVIDENCE_TERMS = (
          r"|^Can't get attribute '[\w.<>]{1,200}' on <module '",
          ("t pickle ", "t get attribute "), raw=r"(?i:t pickle )|t get attribute "),
     # ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG=DETAIL) of the collectives ranks run
-    Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",),
-         raw="mismatch between collectives"),
+    Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",), raw="mismatch between collectives"),
     # A logger's ERROR / CRITICAL record with no exception line (`ERROR:root:`, `[ERROR] [launch.py:..]`,
     # `[ERROR|trainer.py:12]`, `name - ERROR - `, vLLM's); pip's bare `ERROR: ` note is harmless
     Term(r"^(?:ERROR|CRITICAL):[\w.]{0,200}:|^\[(?:ERROR|CRITICAL)(?:\]\s|\|[\w.-]{1,200}:\d{1,6}\])"
@@ -309,9 +302,15 @@ EVIDENCE_TERMS = (
          r"|^(?!.{0,400}?(?:[Ww]arning|WARN|INFO))(?:.{0,400}?\b)?[45]\d\d (?:Client|Server) Error[:.] ",
          ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error"),
          raw=r"\[Errno|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|(?:Client|Server) Error[:.] "),
-    # a job's start that found no program or file (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`
-    Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env): [^:]{1,255}: No such file or directory|^zsh: no such file or directory: \S",
-         ("no such file or directory",), raw="(?i:no such file or directory)"),
+    # a job's start that found no program or file, or may not run it (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`,
+    # `bash: ./train.sh: Permission denied`; Python's FileNotFoundError / PermissionError message alone (`[Errno 2] No such file or directory: 'x'`)
+    Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env): [^:]{1,255}: (?:No such file or directory|Permission denied)"
+         r"|^zsh: (?:no such file or directory|permission denied): \S|^(?:\[Errno \d{1,3}\] )?(?:No such file or directory|Permission denied): ['\"‘“]",
+         ("no such file or directory", "permission denied"), raw="(?i:no such file or directory|permission denied)"),
+    # mm*'s registry refusal without its KeyError (`X is not in the dataset registry`, `... mmdet::model registry.`), unittest's verdicts, `Pass 1: FAIL`
+    Term(r"^['\"]?[\w.-]{1,200} is not in the (?:[\w.]{1,60}::)?[\w ]{1,60} registry\b|^(?:FAIL|ERROR): \w{1,200} \([\w.]{1,300}\)"
+         r"|(?:\.\.\.|:) FAIL\s{0,8}$", ("is not in the ", "fail: ", "error: ", "... fail", ": fail"),
+         raw=r"is not in the |FAIL: |ERROR: \w+ \(|(?:\.\.\.|:) FAIL(?:[^A-Za-z0-9_]|$)"),
     Term(  # a JVM stack trace's frames cut from their exception (Spark, Hadoop, a Java tokenizer)
          r"^\s*at [\w$]+(?:[./][\w$<>-]+)+\([\w$]+\.(?:java|scala|kt):\d{1,7}\)", (".java:", ".scala:", ".kt:"),
          raw=r"\.(?:java|scala|kt):[0-9]"),

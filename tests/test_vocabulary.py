@@ -210,6 +210,23 @@ _SIGNAL_DEATHS = [
     "zsh: no such file or directory: ./train.sh",
     "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2454)",
     "        at java.base/java.lang.Thread.run(Thread.java:829)",
+    # a message without its type (FileNotFoundError, PermissionError, mm*'s registry KeyError), a script the shell may not run,
+    # tcmalloc's and glibc's heap aborts, espnet2's trainer stopping on NaN gradients, unittest's and a checker's verdicts
+    "No such file or directory: '/data/ckpt/epoch_3.pth'",
+    "[Errno 2] No such file or directory: 'configs/train.yaml'",
+    "[Errno 13] Permission denied: '/mnt/shared/outputs'",
+    "bash: ./scripts/train.sh: Permission denied",
+    "run.sh: line 7: ./launch.py: Permission denied",
+    "MyCocoDataset is not in the dataset registry",
+    "'RetinaHeadX is not in the mmdet::model registry. Please check whether the value of `RetinaHeadX` is correct",
+    "src/tcmalloc.cc:333] Attempt to free invalid pointer 0x55d5c0a1b2c0",
+    "10:42:40 AM | WARNING | src/tcmalloc.cc:283] attempt to realloc invalid pointer 0x1",
+    "corrupted double-linked list",
+    "2023-01-02 10:00:00,000 (trainer:404) WARNING: The gradients at all steps are invalid in this epoch. Something seems wrong. "
+    "This training was stopped at 7epoch",
+    "FAIL: test_all_reduce (tests.unit.comm.TestAllReduce)",
+    "test_broadcast (tests.unit.comm.TestBroadcast) ... FAIL",
+    "Stage 2 (3600s): FAIL",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -258,6 +275,18 @@ _HEALTHY = [
     "INFO: server answered 404 Client Error: Not Found for url: /x, retrying",
     "cleanup: /tmp/x: No such file or directory (already removed)",
     "see the data layout at Thread.java and Main.scala",
+    # the same words where nothing failed: a cache the job then creates, a tool's probe, a passing test, a nan grad step skipped
+    "INFO: cache miss ([Errno 2] No such file or directory: 'c.json'), building it",
+    "ls: cannot access 'ckpt': No such file or directory",
+    "sudo: unable to write to /var/log/x: Permission denied",
+    "MyCocoDataset is registered in the dataset registry",
+    "the key 'foo' is not in the registry yet, registering it",
+    "tcmalloc: large alloc 1073741824 bytes == 0x55d5c0000000 @  0x7f1",
+    "(trainer:582) WARNING: The grad norm is nan. Skipping updating the model.",
+    "Early stopping: training stopped at epoch 12 (no improvement)",
+    "test_broadcast (tests.unit.comm.TestBroadcast) ... ok",
+    "FAIL_ON_WARNINGS: 0",
+    "grad check: PASS",
 ]
 
 
