@@ -227,6 +227,31 @@ _SIGNAL_DEATHS = [
     "FAIL: test_all_reduce (tests.unit.comm.TestAllReduce)",
     "test_broadcast (tests.unit.comm.TestBroadcast) ... FAIL",
     "Stage 2 (3600s): FAIL",
+    # CPython's other messages without their type, the chaining line between two tracebacks, Hydra's ERROR record,
+    # glog's check trace, glibc's fortify abort, macOS's SIGABRT, HTTP errors of urllib, wget and httpx, a launch on
+    # Windows or of a binary for another machine, a launch script bash cannot parse
+    "list index out of range",
+    "division by zero",
+    "maximum recursion depth exceeded in comparison",
+    "unsupported operand type(s) for /: 'NoneType' and 'int'",
+    "not enough values to unpack (expected 2, got 1)",
+    "invalid literal for int() with base 10: 'auto'",
+    "Expecting value: line 1 column 1 (char 0)",
+    "'gbk' codec can't decode byte 0xa6 in position 12: illegal multibyte sequence",
+    "No module named 'deepspeed.ops.adam'",
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+    "[2024-03-01 10:00:00,000][__main__][ERROR] - Run stopped: config mismatch",
+    "*** Check failure stack trace: ***",
+    "*** buffer overflow detected ***: terminated",
+    "Abort trap: 6",
+    "HTTP Error 404: Not Found",
+    "ERROR 403: Forbidden.",
+    "Client error '401 Unauthorized' for url 'https://example.org/v1/models'",
+    "'torchrun' is not recognized as an internal or external command,",
+    "deepspeed : The term 'deepspeed' is not recognized as the name of a cmdlet, function, script file, or operable program.",
+    "exec /opt/conda/bin/python: exec format error",
+    "./train.sh: line 12: syntax error near unexpected token `fi'",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -287,6 +312,14 @@ _HEALTHY = [
     "test_broadcast (tests.unit.comm.TestBroadcast) ... ok",
     "FAIL_ON_WARNINGS: 0",
     "grad check: PASS",
+    "INFO: accuracy 0.9, list index out of range checks: 0",
+    "[2024-03-01 10:00:00,000][__main__][INFO] - Training started",
+    "The above exception handling is disabled in this build",
+    "Abort trap count: 0",
+    "HTTP Error rate: 0.0",
+    "ERROR 404 pages served: 0",
+    "Expecting value of lr to be set by the scheduler",
+    "[WARNING] No module named 'triton', the sparse ops are off",
 ]
 
 
