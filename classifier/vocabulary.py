@@ -61,8 +61,7 @@ def _any(terms):
 # `AssertionError`; the dotted module path is optional. Every such name ends in a suffix.
 EXCEPTION_TERMS = (
     Term(rf"^(?:[A-Za-z_]\w{{0,127}}\.){{0,32}}(?:[A-Z]\w{{0,127}}{_SUFFIX}|Exception)(?::\s|:$|$)",
-         tuple(s.lower() for s in EXCEPTION_SUFFIXES),
-         raw=rf"(?:[A-Z]\w*{_SUFFIX}|Exception){_NAME_END}", scan=(_SUFFIX + _NAME_END,)),
+         tuple(s.lower() for s in EXCEPTION_SUFFIXES), raw=rf"(?:[A-Z]\w*{_SUFFIX}|Exception){_NAME_END}", scan=(_SUFFIX + _NAME_END,)),
     # a class from a package module, whatever its name: `torch._dynamo.exc.Unsupported: `
     # (for Hyperscan one regex per capital: `.A` ... `.Z` are literals it can look for)
     Term(r"^(?:[a-z_]\w{0,127}\.){2,32}[A-Z]\w{0,127}: ", gate_pattern=r"\w\.[a-z_]\w*: ",
@@ -70,8 +69,7 @@ EXCEPTION_TERMS = (
     # the standard library's lower-case classes, by module (a metric `val.error: 0.3` is not one): `socket.gaierror: [Errno -2] Name or service not known`,
     # `socket.timeout: timed out`, `struct.error: unpack requires a buffer of 4 bytes`, `re.error: ...`
     Term(r"^(?:_?socket\.(?:gaierror|herror|timeout|error)|(?:_?struct|re|sre_constants|zlib|binascii"
-         r"|select|mmap|_?curses|resource|termios)\.error)(?::\s|:$|$)",
-         (".gaierror", ".herror", ".timeout", ".error"),
+         r"|select|mmap|_?curses|resource|termios)\.error)(?::\s|:$|$)", (".gaierror", ".herror", ".timeout", ".error"),
          raw=r"(?:socket\.(?:gaierror|herror|timeout|error)|(?:struct|re|constants|zlib|binascii|select"
              r"|mmap|curses|resource|termios)\.error)(?::|\x1b|\\|$)"),
 )
@@ -88,7 +86,8 @@ ECHO_TERMS = (
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (
-    Term(r"Traceback \(most recent call last\)", ("traceback",), raw="Traceback"),
+    Term(r"Traceback \(most recent call last\)|^During handling of the above exception, another|^The above exception was the direct cause of",
+         ("traceback", "above exception"), raw="Traceback|above exception"),  # and the chaining lines between two tracebacks
     # a traceback's frame: pastes often keep the frames and lose the header and the message
     # (smart quotes too: a forum's paste, read with straight ones once normalised)
     Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;|“|”)'),
@@ -102,8 +101,7 @@ OTHER_FAILURE_TERMS = (
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
     # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception: `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress:
     # ...`, `CUDA error: out of memory`, darknet's and other C macros' `CUDA Error: unknown error`.
-    Term(r"\bCUDA [Ee]rror\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"),
-         raw=r"CUDA [Ee]rror|cudaError[A-Z]"),
+    Term(r"\bCUDA [Ee]rror\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"), raw=r"CUDA [Ee]rror|cudaError[A-Z]"),
     # NCCL's CUDACHECK and its copies elsewhere: `NCCL WARN Cuda failure 'an illegal memory access ...'`
     Term(r"(?i:\bcuda failure\b)", ("cuda failure",), raw="(?i:cuda failure)"),
     # any case: zsh and DataLoader's worker handler write it in lower case
@@ -121,26 +119,22 @@ OTHER_FAILURE_TERMS = (
          r"|floating point exception|killed|trace trap)\s+\S", ("zsh: ",), raw="zsh: "),
     Term(r"terminated by signal SIG[A-Z]+", ("terminated by signal",), raw="terminated by signal"),
     # DataLoader's worker signal handler: `ERROR: Unexpected floating-point exception encountered in worker.`
-    Term(r"Unexpected [\w -]{3,40} encountered in worker", ("encountered in worker",),
-         raw="encountered in worker"),
-    # a launch that never started: `bash: deepspeed: command not found`, `zsh: command not found: torchrun`
-    Term(r": command not found\b|\bcommand not found: \S", ("command not found",),
-         raw="command not found"),
+    Term(r"Unexpected [\w -]{3,40} encountered in worker", ("encountered in worker",), raw="encountered in worker"),
+    # a launch that never started: `bash: deepspeed: command not found`, cmd's `'x' is not recognized as an internal or external command`, `exec format error`
+    Term(r": command not found\b|\bcommand not found: \S|\bis not recognized as (?:an internal or external command|the name of a cmdlet)|\bexec format error"
+         r"|\bsyntax error near unexpected token\b", ("command not found", "is not recognized as", "exec format error", "syntax error near unexpected"),
+         raw="command not found|is not recognized as|exec format error|syntax error near unexpected"),
     # dash (Debian's /bin/sh) names a missing command with the script's line number: `train.sh: 1: srun: not found`, `/bin/sh: 3: deepspeed: not found`
-    Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",),
-         raw=": not found"),
+    Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",), raw=": not found"),
     # the interpreter could not open the script it was given (Python 3, any platform):
     # `python3: can't open file '/w/train.py': [Errno 2] No such file or directory`
-    Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",),
-         raw="t open file"),
+    Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",), raw="t open file"),
     # Ray's driver found a task's or actor's error nobody retrieved: the task failed
     # (`Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::Worker.f() ...`)
-    Term(r"Unhandled error \(suppress with\b", ("unhandled error (suppress",),
-         raw=r"Unhandled error \(suppress"),
+    Term(r"Unhandled error \(suppress with\b", ("unhandled error (suppress",), raw=r"Unhandled error \(suppress"),
     # a notebook's kernel died under the cell (Jupyter; VS Code's wording)
     Term(r"kernel appears to have died|Kernel crashed while executing code",
-         ("kernel appears to have died", "kernel crashed while executing"),
-         raw="(?i:kernel appears to have died|kernel crashed while executing)"),
+         ("kernel appears to have died", "kernel crashed while executing"), raw="(?i:kernel appears to have died|kernel crashed while executing)"),
     # pip could not resolve what the job's set-up asked for: nothing ran after it
     Term(r"Could not find a version that satisfies the requirement|No matching distribution found for",
          ("could not find a version that satisfies", "no matching distribution found"),
@@ -157,19 +151,20 @@ OTHER_FAILURE_TERMS = (
           "has lost communication"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
          "|not enough slots|An error occurred in MPI_|was unable to (?:find|launch|start|reliably)|failed for some reason"
          "|daemon has unexpectedly|unexpectedly disconnected|has lost communication"),
-    # glibc's heap/stack aborts, absl's failure-signal handler (TF, JAX), Ray's worker died under a task, a bare FATAL line
+    # glibc's and tcmalloc's heap aborts (`Attempt to free invalid pointer 0x..`), absl's failure-signal handler, Ray's worker died under a task, a FATAL line
     Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
-         r"|stack smashing detected|corrupted size vs\. prev_size"
+         r"|stack smashing detected|corrupted size vs\. prev_size|corrupted double-linked list|(?i:attempt to (?:free|realloc) invalid pointer)"
          r"|\*\*\* SIG[A-Z]+ received at time=|A worker died or was killed while executing a task|^FATAL: \S",
          ("double free", "(): invalid", "malloc(): ", "stack smashing", "corrupted size", "received at time=",
-          "worker died or was killed", "fatal: "),
+          "worker died or was killed", "fatal: ", "double-linked list", "invalid pointer"),
          raw=r"double free|\(\): invalid|malloc\(\): |stack smashing|corrupted size|received at time="
-             r"|worker died or was killed|FATAL: "),
+             r"|worker died or was killed|FATAL: |double-linked list|(?i:invalid pointer)"),
     Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S|^ERROR:\s{1,8}\[Errno \d{1,5}\] |\bCannot access gated repo for url\b",
          ("panicked at", "panic: ", "error:", "cannot access gated repo"),  # Rust/Go panics, uvicorn's bind, the Hub's gate
          raw=r"panicked at|panic: |\[Errno|Cannot access gated repo"),
-    Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)", ("fatal python error", "infinite or nan at iter"),
-         raw="Fatal Python error|(?i:infinite or nan at iter)"),  # and detectron2's NaN-loss check, raised or retyped
+    Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)|gradients at all steps are invalid in this epoch|\bThis training was stopped at \d",
+         ("fatal python error", "infinite or nan at iter", "invalid in this epoch", "training was stopped at"),  # detectron2's NaN-loss check,
+         raw="Fatal Python error|(?i:infinite or nan at iter)|invalid in this epoch|training was stopped at"),  # espnet2's stop on NaN grads
     # device runtimes that abort in their own words (no Python exception): ROCm's HSA page fault,
     # then abort; pointnet2-style extensions' CUDA check (`CUDA kernel failed : <error>`), then exit
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S", ("memory access fault by gpu",
@@ -200,8 +195,7 @@ OTHER_FAILURE_TERMS = (
     Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"[ef]\d{4} \d\d:\d\d:\d\d",
          raw=r"F\d{4} \d\d:\d\d:\d\d", scan=_each(r"F{}\d{3} \d\d:\d\d:\d\d", "0123456789")),
     # argparse: `train.py: error: argument --x: invalid choice`, `error: unrecognized arguments`
-    Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)",
-         (": error: ",), raw=": error: "),
+    Term(r"^[\w.-]+: error: (?:argument|unrecognized arguments|the following arguments)", (": error: ",), raw=": error: "),
     # An exception's name glued to other text by ranks writing at once (`AttributeError` three
     # times over, `...ds_summary()AssertionError`): not an exception line, but a failure.
     Term(rf"(?:^|[\s\])'\"])(?:{_GLUED_NAME}){{2,}}(?::|\s|$)|[)\]'\"]{_GLUED_NAME}(?::\s|\s*$)"
@@ -225,28 +219,32 @@ EVIDENCE_TERMS = (
          raw=rf"traceback \(most|file (?:\\?\"|&quot;|&#34;|“|”)|(?:{'|'.join(_LOWER_ERRORS)})error"),
     # rich's `│ ❱ 2806 │` frame arrow with its box characters lost to U+FFFD: `� � 2806 �`
     Term("^\ufffd \ufffd {0,6}\\d{1,6} \ufffd", ("\ufffd \ufffd",), raw="\ufffd \ufffd"),
-    # CPython's commonest TypeError / AttributeError / NameError messages without their type (a title, a `print(e)`): `__init__() got an unexpected keyword
-    # argument 'gpus'`, `f() missing 1 required positional argument: 'x'`, `'NoneType' object has no attribute 'shape'`
+    # CPython's commonest messages without their type (a title, a `print(e)`): `__init__() got an unexpected keyword argument 'gpus'`, `f() missing 1
+    # required positional argument: 'x'`, `'NoneType' object has no attribute 'shape'`, `list index out of range`, `No module named 'x'`
     Term(r"^[\w.<>]{1,200}\(\) (?:got an unexpected keyword argument '|missing \d+ required (?:positional|keyword-only)"
          r" arguments?: '|takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:were|was) given"
          r"|got multiple values for argument ')|^(?:'[\w.]{1,200}' object|module '[\w.]{1,200}'"
          r"|type object '[\w.]{1,200}') has no attribute '|^'[\w.]{1,200}' object is not (?:subscriptable"
-         r"|callable|iterable)\b|^name '\w{1,200}' is not defined\b",
-         ("argument", "has no attribute", "object is not", "is not defined"),
-         raw=r"\(\) (?:got|missing|takes) |has no attribute '|object is not |is not defined"),
+         r"|callable|iterable)\b|^name '\w{1,200}' is not defined\b|^(?:list|tuple|string) index out of range$|^maximum recursion depth exceeded\b"
+         r"|^(?:integer |float )?division(?: or modulo)? by zero$|^string indices must be integers\b|^unsupported operand type\(s\) for "
+         r"|^(?:too many|not enough) values to unpack \(expected \d|^invalid literal for int\(\) with base \d|^Expecting value: line \d{1,9} column \d"
+         r"|^'[\w-]{1,20}' codec can't (?:de|en)code (?:byte|character)|^No module named '[\w.]{1,200}'$", ("argument", "has no attribute", "object is not",
+         "is not defined", "index out of range", "by zero", "recursion depth", "string indices", "unsupported operand", "values to unpack",
+         "invalid literal", "expecting value", "codec can't", "no module named"),
+         raw=r"\(\) (?:got|missing|takes) |has no attribute '|object is not |is not defined|index out of range|by zero|recursion depth|string indices"
+         r"|unsupported operand|values to unpack|invalid literal|Expecting value|codec can't|No module named"),
     # pickle's refusals pasted without their type: a spawn target, lambda or local function that
     # cannot cross to a child process (`Can't pickle <function f at 0x..>`, the child's `Can't get attribute`)
     Term(r"^(?:Can't|Cannot|cannot) pickle (?:local object |<[\w.]{1,200} |'[\w.]{1,200}' object\b)"
          r"|^Can't get attribute '[\w.<>]{1,200}' on <module '",
          ("t pickle ", "t get attribute "), raw=r"(?i:t pickle )|t get attribute "),
     # ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG=DETAIL) of the collectives ranks run
-    Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",),
-         raw="mismatch between collectives"),
+    Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",), raw="mismatch between collectives"),
     # A logger's ERROR / CRITICAL record with no exception line (`ERROR:root:`, `[ERROR] [launch.py:..]`,
     # `[ERROR|trainer.py:12]`, `name - ERROR - `, vLLM's); pip's bare `ERROR: ` note is harmless
     Term(r"^(?:ERROR|CRITICAL):[\w.]{0,200}:|^\[(?:ERROR|CRITICAL)(?:\]\s|\|[\w.-]{1,200}:\d{1,6}\])"
          r"|^(?:[\w.]{1,200} - )?(?:ERROR|CRITICAL) - |^(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
-         r"|\bAn error has been caught in function '"  # loguru's logger.catch
+         r"|\bAn error has been caught in function '|\]\[(?:ERROR|CRITICAL)\] - "  # loguru's catch, Hydra's record
          # a JSON logger's record and a CLI's own `Error: <why>` (click, docker, a script's exit)
          r"|\"(?:level|levelname|severity)\"\s{0,4}:\s{0,4}\"(?i:error|critical|fatal)\"|^Error: (?!None\b)[A-Za-z]",
          ("error", "critical", "fatal"), raw=r"(?:ERROR|CRITICAL)(?::| - | \d\d-\d\d )|\[(?:ERROR|CRITICAL)[\]|]|error has been caught"
@@ -258,18 +256,17 @@ EVIDENCE_TERMS = (
          scan=_each(r"E{}\d{3} \d\d:\d\d:\d\d", "0123456789") + (r"\[E [A-Za-z0-9_.-]+:[0-9]",)),
     # fatal-signal reports of C++ runtimes: glog's handler, TensorFlow's, UCX's, std::terminate
     Term(r"^\*\*\* (?:Aborted at \d{1,12} \(unix time\)|SIG[A-Z]{2,8} \(@(?:0x)?[0-9a-f]{1,16}\) received by PID"
-         r"|Received signal \d{1,2} \*\*\*)|\bCaught signal \d{1,2} \([A-Z]|^==== backtrace \(tid:"
-         r"|terminate called (?:recursively|without an active exception)",
-         ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace",
-          "terminate called"), raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal"
-                                   r"|==== backtrace|terminate called"),
+         r"|Received signal \d{1,2} \*\*\*)|\bCaught signal \d{1,2} \([A-Z]|^==== backtrace \(tid:|\bAbort trap: 6\b"
+         r"|terminate called (?:recursively|without an active exception)|^\*\*\* (?:Check failure stack trace:|buffer overflow detected) \*\*\*",
+         ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace", "terminate called",
+          "check failure stack trace", "buffer overflow detected", "abort trap"), raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal"
+         r"|Caught signal|==== backtrace|terminate called|Check failure stack trace|buffer overflow detected|Abort trap"),
     # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's
     # summary and `kubectl describe`, srun tearing a step down, Ray's `RayTaskError(ValueError): `
     Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"
          r"|\bexiting improperly\b|^=?\s{0,8}(?:KILLED BY SIGNAL: \d|EXIT CODE: [1-9])|^Exit [Cc]ode:\s{1,40}[1-9]"
          r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): ",
-         ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f",
-          "raytaskerror("),
+         ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f", "raytaskerror("),
          raw=r"MPI_ABORT|MPI_Abort|BAD TERMINATION|exiting improperly|KILLED BY SIGNAL|EXIT CODE|Exit [Cc]ode:"
              r"|srun: [Ff]|RayTaskError\("),
     # torch's commonest error messages without their exception type (a title, a `print(e)`), and the advice every CUDA error ends with, pasted alone
@@ -283,8 +280,7 @@ EVIDENCE_TERMS = (
          r"|^CUDA kernel errors might be asynchronously reported|^For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
          ("same device", "expected scalar type", "mat1 and mat2", "finished reduction", "does not require grad",
           "one of the variables needed", "backward through the graph", "state_dict", "size mismatch for",
-          "must match the size of tensor", "index out of range in self", "and weight type", "asynchronously reported",
-          "cuda_launch_blocking"),
+          "must match the size of tensor", "index out of range in self", "and weight type", "asynchronously reported", "cuda_launch_blocking"),
          raw=r"same device|expected scalar type|mat1 and mat2|finished reduction|does not require grad|one of the "
              r"variables needed|backward through the graph|state_dict|size mismatch for|must match the size of tensor"
              r"|index out of range in self|and weight type|asynchronously reported|CUDA_LAUNCH_BLOCKING"),
@@ -300,18 +296,24 @@ EVIDENCE_TERMS = (
     # build tools that stopped: make's `make[2]: *** [x.o] Error 1`, CMake, pip's build errors
     Term(r"^make(?:\[\d{1,3}\])?: \*\*\* \[[^\]]{1,300}\] Error [1-9]|^CMake Error\b"
          r"|^error: (?:legacy-install-failure|metadata-generation-failed|subprocess-exited-with-error)\b",
-         ("*** [", "cmake error", "error: "),
-         raw=r"\*\*\* \[|CMake Error|error: (?:legacy|metadata|subprocess)"),
+         ("*** [", "cmake error", "error: "), raw=r"\*\*\* \[|CMake Error|error: (?:legacy|metadata|subprocess)"),
     # last words outside a warning: an open's OSError (`Cannot open x due to [Errno 2]`), `Check failed:`, curl, HTTP 4xx/5xx, pytest
     Term(r"^(?!.{0,400}?(?:[Ww]arning|WARN|INFO|[Rr]etry|[Ff]alling back|[Ss]kipping))(?i:.{0,400}?\b(?:cannot|can't|could not"
          r"|couldn't|unable to|failed to) (?:open|read|load|write|create|save|find|access)\b).{0,400}?\[Errno \d{1,5}\] [A-Z]"
          r"|(?:^|\] )Check failed: \S|^curl: \(\d{1,2}\) [A-Z]|^=+ (?:FAILURES|ERRORS) =+$"
-         r"|^(?!.{0,400}?(?:[Ww]arning|WARN|INFO))(?:.{0,400}?\b)?[45]\d\d (?:Client|Server) Error[:.] ",
-         ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error"),
-         raw=r"\[Errno|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|(?:Client|Server) Error[:.] "),
-    # a job's start that found no program or file (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`
-    Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env): [^:]{1,255}: No such file or directory|^zsh: no such file or directory: \S",
-         ("no such file or directory",), raw="(?i:no such file or directory)"),
+         r"|^(?!.{0,400}?(?:[Ww]arning|WARN|INFO))(?:.{0,400}?\b)?[45]\d\d (?:Client|Server) Error[:.] "
+         r"|^HTTP Error [45]\d\d: |^ERROR [45]\d\d: [A-Z]|^(?:Client|Server) error '[45]\d\d ",
+         ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error", "http error ", "error 4", "error 5"),
+         raw=r"\[Errno|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|(?:Client|Server) [Ee]rror[:.' ]|HTTP Error [45]|ERROR [45][0-9][0-9]: "),
+    # a job's start that found no program or file, or may not run it (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`,
+    # `bash: ./train.sh: Permission denied`; Python's FileNotFoundError / PermissionError message alone (`[Errno 2] No such file or directory: 'x'`)
+    Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env): [^:]{1,255}: (?:No such file or directory|Permission denied)"
+         r"|^zsh: (?:no such file or directory|permission denied): \S|^(?:\[Errno \d{1,3}\] )?(?:No such file or directory|Permission denied): ['\"‘“]",
+         ("no such file or directory", "permission denied"), raw="(?i:no such file or directory|permission denied)"),
+    # mm*'s registry refusal without its KeyError (`X is not in the dataset registry`, `... mmdet::model registry.`), unittest's verdicts, `Pass 1: FAIL`
+    Term(r"^['\"]?[\w.-]{1,200} is not in the (?:[\w.]{1,60}::)?[\w ]{1,60} registry\b|^(?:FAIL|ERROR): \w{1,200} \([\w.]{1,300}\)"
+         r"|(?:\.\.\.|:) FAIL\s{0,8}$", ("is not in the ", "fail: ", "error: ", "... fail", ": fail"),
+         raw=r"is not in the |FAIL: |ERROR: \w+ \(|(?:\.\.\.|:) FAIL(?:[^A-Za-z0-9_]|$)"),
     Term(  # a JVM stack trace's frames cut from their exception (Spark, Hadoop, a Java tokenizer)
          r"^\s*at [\w$]+(?:[./][\w$<>-]+)+\([\w$]+\.(?:java|scala|kt):\d{1,7}\)", (".java:", ".scala:", ".kt:"),
          raw=r"\.(?:java|scala|kt):[0-9]"),
@@ -328,8 +330,7 @@ AFTERMATH_TERMS = (
     # Python's faulthandler (a fatal signal, a hang dump) and py-spy's dump of a stuck process
     Term(r"^(?:Current thread|Thread) 0x[0-9a-f]{1,16} \(most recent call first\)"
          r"|^Thread (?:0x[0-9a-fA-F]{1,16}|\d{1,10}) \((?:active|idle)(?:\+gil)?\): \"",
-         ("most recent call first", "(active", "(idle"),
-         raw=r"most recent call first|Thread (?:0x[0-9a-fA-F]+|[0-9]+) \((?:active|idle)"),
+         ("most recent call first", "(active", "(idle"), raw=r"most recent call first|Thread (?:0x[0-9a-fA-F]+|[0-9]+) \((?:active|idle)"),
     # launchers tearing a job down after a failure or a signal: DeepSpeed, torchelastic, Open MPI, Horovod
     Term(r"\bKilling subprocess \d+|Sending process \d+ closing signal SIG[A-Z]+|\bexited on signal [1-9]"
          r"|\bexit with status code -?[1-9]",
@@ -356,8 +357,7 @@ RUN_END = re_compile("|".join((
     r"exits successfully", r"'train_runtime':", r"\btrain_runtime\s+=",      # DeepSpeed launcher, HF
     r"Training completed\. Do not forget",                                   # HF Trainer
     r"worker group successfully finished|Local worker group finished",      # torchelastic agent
-    r"Done waiting for other agents",
-    r"`Trainer\.fit` stopped",                                               # Lightning
+    r"Done waiting for other agents", r"`Trainer\.fit` stopped",             # torchelastic, Lightning
     r"process group has NOT been destroyed",  # torch >= 2.4 ProcessGroupNCCL, at interpreter exit
     r"^wandb: (?:Synced \d|🚀 View run)",                                    # wandb.finish()
     r"at the end of training",                                               # Megatron's last eval
