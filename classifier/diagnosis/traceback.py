@@ -32,10 +32,12 @@ Memory is bounded: MAX_FRAMES innermost frames per exception, MAX_RECORDS per jo
 """
 
 from collections import deque
-from functools import lru_cache
 
 from classifier.precompiled import re_compile
 from classifier.diagnosis.literals import bits
+from classifier.diagnosis.frameline import (  # noqa: F401  (the frame forms, named here too)
+    JOINED, STATEMENT, _COLAB_FRAME, _CPP_FRAME, _CPP_RAISED, _IPY_FRAME, _PY_FRAME, _PY_FRAME_CUT,
+    _PYTEST_FRAME, _RICH_FRAME, frame_parts as _frame_parts, kept_frame as _kept_frame)
 from classifier.vocabulary import EXCEPTION_LINE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
@@ -50,33 +52,16 @@ TWIN_FRAMES = 2     # frames read before a copy's header shows (more: a new trac
 
 _START = re_compile(r"Traceback \(most recent call last\):?\s*$")
 _IPY_START = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})\s{2,}Traceback \(most recent call last\)")
-_PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
-# a frame line whose head the paste cut off (`/verl/protocol.py", line 491, in chunk`)
-_PY_FRAME_CUT = re_compile(r'^(?P<file>[^"\s][^"]{0,1023}?\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s*$')
 _BARE_NAME = re_compile(r"^[A-Za-z_]\w{0,200}$")  # a function's name alone on its line
 _PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped one lacks the rest)
-_IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
-                        r"(?P<func>[\w<>.]+)(?:\(|$)")
-# Colab links IPython's frame paths: `[/usr/lib/.../autocast_mode.py](https://localhost:8080/#) in
-# __enter__(self)`, `[<ipython-input-3-d2a3>](https://localhost:8080/#) in <cell line: 1>()`.
-_COLAB_FRAME = re_compile(r"^\[(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input)[^\]\s]{0,1024})\]"
-                          r"\([^)\s]{0,300}\) in (?P<func><cell line: \d+>|[\w<>.]+)(?:\(|$)")
 _IPY_ARROW = re_compile(r"^-+> ?\d+\s+(?P<src>.+)$")
-# rich's frame head `path.py:LINE in func` (before _IPY_FRAME, whose file would keep `:LINE`),
-# the head's start when the box wrapped a long path, and its `❱ LINE │ │ code` source line.
-_RICH_FRAME = re_compile(r"^(?P<file>(?:/|~|[A-Za-z]:\\)\S*?\.py):(?P<line>\d+) in "
-                         r"(?P<func>[\w<>.]+)\s*$")
+# the head's start when rich's box wrapped a long path, and its `❱ LINE │ │ code` source line
 _RICH_PATH_HEAD = re_compile(r"^(?:/|~|[A-Za-z]:\\)(?:[^\s:]{1,1024}|\S{1,1024}?\.py:\d+ in)$")
 _RICH_ARROW = re_compile(r"^❱\s*\d+\s+(?:│\s*)*(?P<src>\S.*)$")
 # A raise or assert whose message goes on below (`raise ValueError(` at the arrow) and the context
 # line IPython and rich print with its literal (`1518   "..."`): read when the message was cut.
 _OPEN_RAISE = re_compile(r"^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(|assert\s.{1,2000}?,\s*\()\s*$")
 _CONTEXT_LITERAL = re_compile(r"""^\d{1,7}\s+(?:│\s*)*(?P<src>[rRfFbBuU]{0,2}["'].*)$""")
-_CPP_RAISED = re_compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
-_CPP_FRAME = re_compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
-                        r"(?P<file>[^)]*)\)")
-# pytest's own frame lines (`--tb=long|short`): `tests/test_x.py:42: in test_step`.
-_PYTEST_FRAME = re_compile(r"^(?P<file>[^\s:]{1,1024}\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)$")
 _CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
 _EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})(?::\s?(?P<msg>.*))?$")
@@ -107,29 +92,6 @@ class Frame:
         return f"{self.file}:{self.func}"
 
 
-def _frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | None] | None:
-    """(file, function, line) of a frame line, else None: a pure function of the message."""
-    # What each frame form must hold: `File "`, ` in ` (pytest, IPython, Python), `frame #`
-    # (c10), `Exception raised from` (c10's raise site); tested in `gist`, msg's if given.
-    gist = msg if gist is None else gist
-    if not ("File \"" in gist or " in " in gist or "frame #" in gist
-            or "Exception raised from " in gist):
-        return None
-    for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
-                    _COLAB_FRAME, _CPP_FRAME, _PY_FRAME_CUT):
-        m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
-        if m:
-            d = m.groupdict()
-            # A "line" of thousands of digits is no line number (and int() refuses it).
-            line = int(d["line"]) if d.get("line") and len(d["line"]) < 10 else None
-            return d["file"].replace("\\", "/"), d.get("func") or "<module>", line
-    return None
-
-
-# Every line is asked; lines repeat (ranks and jobs print the same chatter), so a short
-# message's answer is kept for its next copies. A Frame is built anew each time (its source
-# is filled in later).
-_kept_frame = lru_cache(maxsize=4096)(_frame_parts)
 # What the tests in feed() need (literals.py): `Traceback`, and a frame form's literal.
 _B_TRACEBACK = bits("Traceback")
 _B_FRAME = bits('File "', " in ", "frame #", "Exception raised from ")
@@ -196,6 +158,7 @@ class TracebackCollector:
         self._lone_open: dict[tuple[str, int | None], Raised] = {}
         self._tail_at: dict[tuple[str, int | None], int] = {}  # the last cut frame tail's line
         self._open: dict[tuple[str, int | None], _Open] = {}
+        self._said: dict[tuple[str, int | None], "Line"] = {}  # a code line outside a traceback
 
     def _close(self, state: _Open) -> None:
         if state.raised is not None and len(self.records) < MAX_RECORDS:
@@ -271,7 +234,10 @@ class TracebackCollector:
             # A paste that starts mid-traceback, or a c10 error with no Python traceback
             # around it: its first frame opens the record.
             if frame is None:
-                if lone is not None and EXCEPTION_LINE.match(msg):
+                said = self._said.pop((line.source, line.rank), None) if self._said else None
+                if said is not None and said.lineno == line.lineno - 1 and EXCEPTION_LINE.match(msg):
+                    self._cut_above(said, said.msg.strip(), msg, line)
+                elif lone is not None and EXCEPTION_LINE.match(msg):
                     # the statement's own exception line follows it
                     m = _EXC_PARTS.match(msg)
                     lone.type = m.group("type") if m else msg
@@ -288,6 +254,12 @@ class TracebackCollector:
                     lone.frames.append(statement)
                     self.lone.append(lone)
                     self._lone_open[(line.source, line.rank)] = lone
+                elif STATEMENT.match(msg):
+                    joined = JOINED.match(msg) if msg[:1] in ("a", "r") else None
+                    if joined:
+                        self._cut_above(line, joined.group("src"), joined.group("exc"), line)
+                    else:
+                        self._said[(line.source, line.rank)] = line
                 return
             self._start(state, line)
             raised = state.raised
@@ -359,6 +331,18 @@ class TracebackCollector:
             last.source = msg
             raised.last = raised.frames[-1].source_at = line
             state.expect_source = False
+
+    def _cut_above(self, first: "Line", source: str, exc: str, line: "Line") -> None:
+        """Keep a traceback cut above its last code line: that line, then its exception."""
+        m = _EXC_PARTS.match(exc)
+        if m is None or len(self.records) >= MAX_RECORDS:
+            return
+        raised = Raised(line.source, line.rank, line.host, first, m.group("type"),
+                        m.group("msg") or "", line, last=line)
+        frame = Frame("<cut>", "<module>", None, source)
+        frame.at = frame.source_at = first
+        raised.frames.append(frame)
+        self.records.append(raised)
 
     @staticmethod
     def _twin_source(raised: Raised, msg: str, line: "Line") -> None:

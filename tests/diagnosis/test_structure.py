@@ -413,3 +413,22 @@ RuntimeError: {message}
 def test_a_message_stub_at_the_end_of_the_paste_counts_as_cut(tmp_path, message, last, category):
     text = GLOO_FRAMES.format(message=message) + ("" if last else "Exiting.\n")
     assert _diagnose(tmp_path, text)["category"] == category
+
+
+# A message quoted inside the reporter's sentence is output: prose goes on after the closing
+# quote, where a source string is followed by code (`%`, `,`, `.format(`, `if`) or nothing.
+@pytest.mark.parametrize("sentence, code, category", [
+    ('"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device a4000" from NCCL INFO.',
+     '"Duplicate GPU detected : rank %d and rank %d both on CUDA device %s" % (a, b, c)',
+     "device_visibility"),
+    ('"No space left on device" while saving the checkpoint',
+     '"No space left on device" if full else "ok"', "disk_full"),
+])
+def test_a_message_quoted_in_a_sentence_is_output_but_a_source_string_is_code(tmp_path, sentence,
+                                                                              code, category):
+    assert _diagnose(tmp_path, sentence + "\n")["category"] == category
+    assert _diagnose(tmp_path, code + "\n")["category"] != category
+    # under a frame head the same sentence is still the frame's code line
+    framed = ('Traceback (most recent call last):\n  File "x.py", line 3, in f\n'
+              f"    {sentence}\n")
+    assert _diagnose(tmp_path, framed)["source"] != "rule"

@@ -314,3 +314,33 @@ def test_interleaved_copies_are_diagnosed_by_their_frames(tmp_path):
     log = tmp_path / "job.log"
     log.write_text("Devices is:\n[0, 1, 3]\n" + TWINS)
     assert diagnose_job([str(log)])["category"] == "batch_size_mismatch"
+
+
+def test_a_traceback_cut_above_its_last_code_line_keeps_that_line_as_the_raising_frame():
+    # the paste starts at the last frame's code line; the exception is right under it
+    for text in ("[launch] starting\n    assert self.n_batch % self.nminibatches == 0\nAssertionError\n",
+                 "[rank1]:     local_rank = int(os.environ['SLOT'])\n[rank1]: KeyError: 'SLOT'\n"):
+        (r,) = _records(text)
+        assert (r.cut, r.frames[0].file) == (False, "<cut>")
+        assert r.frames[0].source.startswith(("assert self.n_batch", "local_rank = int("))
+        assert r.frames[0].source_at.lineno == r.line.lineno - 1
+    (r,) = _records("[rank1]:     local_rank = int(os.environ['SLOT'])\n[rank1]: KeyError: 'SLOT'\n")
+    assert (r.type, r.message, r.rank) == ("KeyError", "'SLOT'", 1)
+
+
+def test_an_assert_joined_to_its_exception_on_one_line_is_split_there():
+    (r,) = _records("assert self.n_batch % self.nminibatches == 0 AssertionError\n")
+    assert (r.type, r.message, r.frames[0].source) == (
+        "AssertionError", "", "assert self.n_batch % self.nminibatches == 0")
+    (r,) = _records("raise ValueError(f'bad lr {lr}') ValueError: bad lr 0.1\n")
+    assert (r.type, r.message, r.frames[0].source) == ("ValueError", "bad lr 0.1", "raise ValueError(f'bad lr {lr}')")
+
+
+def test_a_code_line_without_its_exception_right_under_it_makes_no_record():
+    assert _records("    assert x % y == 0\nsome other output\nAssertionError\n") == []
+    assert _records("    assert x % y == 0\n") == []
+    # prose and log lines are no code line, and a bare exception line alone is no traceback
+    assert _records("The run stopped here.\nAssertionError\n") == []
+    assert _records("[INFO] step 3 loss 2.1\nRuntimeError: boom\n") == []
+    # each rank's code line goes with its own exception only
+    assert _records("[rank0]:     assert a % b == 0\n[rank1]: AssertionError\n") == []

@@ -1,0 +1,64 @@
+"""A traceback's frame lines in every form pastes show them, and the code lines that raise.
+
+Kept apart from the collector (classifier.diagnosis.traceback): these are pure functions of one
+message, asked of every line, so their answers are cached for the lines that repeat.
+"""
+
+from functools import lru_cache
+
+from classifier.precompiled import re_compile
+
+_PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+# a frame line whose head the paste cut off (`/verl/protocol.py", line 491, in chunk`)
+_PY_FRAME_CUT = re_compile(r'^(?P<file>[^"\s][^"]{0,1023}?\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s*$')
+_IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
+                        r"(?P<func>[\w<>.]+)(?:\(|$)")
+# Colab links IPython's frame paths: `[/usr/lib/.../autocast_mode.py](https://localhost:8080/#) in
+# __enter__(self)`, `[<ipython-input-3-d2a3>](https://localhost:8080/#) in <cell line: 1>()`.
+_COLAB_FRAME = re_compile(r"^\[(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input)[^\]\s]{0,1024})\]"
+                          r"\([^)\s]{0,300}\) in (?P<func><cell line: \d+>|[\w<>.]+)(?:\(|$)")
+# rich's frame head `path.py:LINE in func` (before _IPY_FRAME, whose file would keep `:LINE`)
+_RICH_FRAME = re_compile(r"^(?P<file>(?:/|~|[A-Za-z]:\\)\S*?\.py):(?P<line>\d+) in "
+                         r"(?P<func>[\w<>.]+)\s*$")
+_CPP_RAISED = re_compile(r"Exception raised from (?P<func>\S+) at (?P<file>[^\s:]+):(?P<line>\d+)")
+_CPP_FRAME = re_compile(r"^frame #\d+: (?P<func>.+?)(?: \+ 0x[0-9a-f]+)? \((?:0x[0-9a-f]+ in )?"
+                        r"(?P<file>[^)]*)\)")
+# pytest's own frame lines (`--tb=long|short`): `tests/test_x.py:42: in test_step`.
+_PYTEST_FRAME = re_compile(r"^(?P<file>[^\s:]{1,1024}\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)$")
+
+# A traceback cut above its last frame keeps that frame's code line and the exception under it
+# (`assert self.n_batch % self.nminibatches == 0` / `AssertionError`); an issue title joins the
+# two on one line (`assert x % y == 0 AssertionError`). The code line is an assert, a raise, an
+# assignment or a call: the shapes a raising line takes, and no log line's.
+STATEMENT = re_compile(r"""^(?:assert\s|raise\s+[A-Za-z_]|[A-Za-z_][\w.]{0,200}(?:\[[^\]\n]{0,200}\])*"""
+                       r"""(?:\s*,\s*[A-Za-z_][\w.]{0,200})*\s*[-+*/|&]?=[^=]|[A-Za-z_][\w.]{0,200}\()""")
+# An assert (or a raise whose call is closed) and its exception, joined: the split point is the
+# exception type right after the statement.
+JOINED = re_compile(r"""^(?P<src>(?:assert\s.{1,2000}?|raise\s.{1,2000}?["')]))\s{1,4}"""
+                    r"""(?P<exc>(?:[A-Za-z_]\w{0,60}\.){0,4}(?:AssertionError|[A-Z]\w{0,60}(?:Error|Exception))"""
+                    r"""(?::\s.*)?)$""")
+
+
+def frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | None] | None:
+    """(file, function, line) of a frame line, else None: a pure function of the message."""
+    # What each frame form must hold: `File "`, ` in ` (pytest, IPython, Python), `frame #`
+    # (c10), `Exception raised from` (c10's raise site); tested in `gist`, msg's if given.
+    gist = msg if gist is None else gist
+    if not ("File \"" in gist or " in " in gist or "frame #" in gist
+            or "Exception raised from " in gist):
+        return None
+    for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
+                    _COLAB_FRAME, _CPP_FRAME, _PY_FRAME_CUT):
+        m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
+        if m:
+            d = m.groupdict()
+            # A "line" of thousands of digits is no line number (and int() refuses it).
+            line = int(d["line"]) if d.get("line") and len(d["line"]) < 10 else None
+            return d["file"].replace("\\", "/"), d.get("func") or "<module>", line
+    return None
+
+
+# Every line is asked; lines repeat (ranks and jobs print the same chatter), so a short
+# message's answer is kept for its next copies. A Frame is built anew each time (its source
+# is filled in later).
+kept_frame = lru_cache(maxsize=4096)(frame_parts)
