@@ -30,8 +30,16 @@ _PYTEST_FRAME = re_compile(r"^(?P<file>[^\s:]{1,1024}\.py):(?P<line>\d+): in (?P
 # (`assert self.n_batch % self.nminibatches == 0` / `AssertionError`); an issue title joins the
 # two on one line (`assert x % y == 0 AssertionError`). The code line is an assert, a raise, an
 # assignment or a call: the shapes a raising line takes, and no log line's.
-STATEMENT = re_compile(r"""^(?:assert\s|raise\s+[A-Za-z_]|[A-Za-z_][\w.]{0,200}(?:\[[^\]\n]{0,200}\])*"""
-                       r"""(?:\s*,\s*[A-Za-z_][\w.]{0,200})*\s*[-+*/|&]?=[^=]|[A-Za-z_][\w.]{0,200}\()""")
+STATEMENT = re_compile(r"""^(?:assert\s|raise\s+[A-Za-z_]|[A-Za-z_][\w.]{0,200}+(?:\[[^\]\n]{0,200}+\])*+"""
+                       r"""(?:\s*+,\s*+[A-Za-z_][\w.]{0,200}+)*+\s*+[-+*/|&]?=[^=]|[A-Za-z_][\w.]{0,200}+\()""")
+
+
+def is_statement(msg: str) -> bool:
+    """Whether a message is shaped like a raising code line (the literal test first: most
+    lines hold neither `=` nor `(` and are not asked the pattern)."""
+    return ("=" in msg or "(" in msg or msg[:6] in ("assert", "raise ")) and STATEMENT.match(msg) is not None
+
+
 # An assert (or a raise whose call is closed) and its exception, joined: the split point is the
 # exception type right after the statement.
 JOINED = re_compile(r"""^(?P<src>(?:assert\s.{1,2000}?|raise\s.{1,2000}?["')]))\s{1,4}"""

@@ -28,7 +28,7 @@ _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|
                         r"""f?["'](?![\w.-]{1,40}["']\s?:\s)(?![\w.]{0,80}(?:Error|Exception):\s)"""
                         # a message quoted in a sentence (`"Duplicate GPU detected ..." from NCCL
                         # INFO`): prose goes on after its closing quote, code does not
-                        r"""(?![^"'\n]{0,400}\s[^"'\n]{0,400}["'][.,]?\s{1,3}(?!(?:if|else|in|not|and|or|is|for|lambda)\b)[a-z]{2,}\b(?![(.\[=]))"""
+                        r"""(?![^"'\n]{3,800}+["'][.,]?\s{1,3}(?!(?:if|else|in|not|and|or|is|for|lambda)\b)[a-z]{2,}\b(?![(.\[=]))"""
                         # Python's own `'NoneType' object has no attribute 'x'` is a message
                         r"""(?![\w.]{1,60}' object (?:has no attribute|is not (?:callable|subscriptable|iterable)))"""
                         # and the dynamic loader's, a shared object's path first (`"/x/_C.so: undefined

@@ -36,7 +36,7 @@ from collections import deque
 from classifier.precompiled import re_compile
 from classifier.diagnosis.literals import bits
 from classifier.diagnosis.frameline import (  # noqa: F401  (the frame forms, named here too)
-    JOINED, STATEMENT, _COLAB_FRAME, _CPP_FRAME, _CPP_RAISED, _IPY_FRAME, _PY_FRAME, _PY_FRAME_CUT,
+    JOINED, is_statement, _COLAB_FRAME, _CPP_FRAME, _CPP_RAISED, _IPY_FRAME, _PY_FRAME, _PY_FRAME_CUT,
     _PYTEST_FRAME, _RICH_FRAME, frame_parts as _frame_parts, kept_frame as _kept_frame)
 from classifier.vocabulary import EXCEPTION_LINE
 
@@ -254,7 +254,7 @@ class TracebackCollector:
                     lone.frames.append(statement)
                     self.lone.append(lone)
                     self._lone_open[(line.source, line.rank)] = lone
-                elif STATEMENT.match(msg):
+                elif is_statement(msg):
                     joined = JOINED.match(msg) if msg[:1] in ("a", "r") else None
                     if joined:
                         self._cut_above(line, joined.group("src"), joined.group("exc"), line)
