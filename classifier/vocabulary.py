@@ -165,10 +165,10 @@ OTHER_FAILURE_TERMS = (
     Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)|gradients at all steps are invalid in this epoch|\bThis training was stopped at \d",
          ("fatal python error", "infinite or nan at iter", "invalid in this epoch", "training was stopped at"),  # detectron2's NaN-loss check,
          raw="Fatal Python error|(?i:infinite or nan at iter)|invalid in this epoch|training was stopped at"),  # espnet2's stop on NaN grads
-    # device runtimes that abort in their own words (no Python exception): ROCm's HSA page fault,
-    # then abort; pointnet2-style extensions' CUDA check (`CUDA kernel failed : <error>`), then exit
-    Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S", ("memory access fault by gpu",
-         "cuda kernel failed"), raw="Memory access fault by GPU|CUDA kernel failed"),
+    # device runtimes that abort in their own words: ROCm's HSA page fault; pointnet2-style CUDA checks; the driver's Xid of
+    # a faulting application (13, 31, 43: an engine exception, an MMU fault, a context stopped; not the device's fault) unless a desktop's
+    Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S|NVRM: Xid \([^)\n]{0,80}\): (?:13|31|43),(?!.{0,40}name=(?:chrom|firefox|Xorg|Xwayland|gnome|kwin|plasma|steam))|^\s*(?:intr [0-9a-f]+\.\s+)?MMU Fault: ENGINE\b",
+         ("memory access fault by gpu", "cuda kernel failed", "nvrm: xid", "mmu fault"), raw="Memory access fault by GPU|CUDA kernel failed|NVRM: Xid|MMU Fault"),
     Term(r"exits with return code = -?[1-9]", ("exits with return code",), raw="exits with return code"),  # deepspeed
     # PaddlePaddle's launchers: the legacy summary (`ABORT!!! Out of all 4 trainers, the trainer
     # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`

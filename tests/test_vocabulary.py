@@ -176,6 +176,11 @@ _SIGNAL_DEATHS = [
     # device runtimes aborting in their own words
     "Memory access fault by GPU node-1 (Agent handle: 0x55d0c8a1e2f0) on address 0x7f1c2a400000. Reason: Page not present or supervisor privilege.",
     "`CUDA kernel failed : an illegal memory access was encountered",
+    # the driver's Xid of a faulting application (13, 31, 43), and an MMU fault's wrapped line
+    "[22859.08] NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=pt_main_thread, Graphics SM Warp Exception on (GPC 0, TPC 1)",
+    "NVRM: Xid (PCI:0000:01:00): 31, pid=14292, name=python3, Ch 00000030, intr 00000000. MMU Fault: ENGINE GRAPHICS",
+    "kernel: NVRM: Xid (PCI:0000:9a:00): 43, pid=477445, name=python3, Ch 00000008",
+    "  intr 00000000. MMU Fault: ENGINE GRAPHICS GPC0 GPCCLIENT_T1_0 faulted",
     "Exit_status=-11",
     "exit_status  137                  (Killed)",
     "   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=2:0",
@@ -292,9 +297,8 @@ _HEALTHY = [
     '{"level":"info","msg":"Could not read cache: [Errno 2] No such file or directory: c.json, skipping"}',
     "Failed to load the tokenizer cache: [Errno 2] No such file or directory: 'c.json'; falling back to the slow one",
     "NVRM: Xid (PCI:0000:08:00): 31, pid=169800, name=chrome, Ch 00000023, intr 00000000. MMU Fault: ENGINE CE0",
-    # one Xid, even a training process's, is noise (a stream of them is gpu_hardware.xid_repeated's)
-    "[22859.08] NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=pt_main_thread, Graphics SM Warp Exception on (GPC 0, TPC 1)",
-    "NVRM: Xid (PCI:0000:01:00): 31, pid=14292, name=python3, Ch 00000030, intr 00000000. MMU Fault: ENGINE GRAPHICS",
+    # a hardware-class Xid once is noise (a stream of them is gpu_hardware.xid_repeated's)
+    "[22859.08] NVRM: Xid (PCI:0000:3b:00): 109, pid=4242, name=pt_main_thread, CTX SWITCH TIMEOUT",
     "Health check failed: 0 times",
     "pytest -x tests/ ; errors = failures = 0",
     "INFO: server answered 404 Client Error: Not Found for url: /x, retrying",

@@ -223,6 +223,19 @@ def test_repeated_xids_are_a_hardware_cause_with_their_codes_even_without_a_pyth
     assert _diagnose(tmp_path, _healthy_steps(40) + app)["category"] != "gpu_hardware"
 
 
+def test_an_application_xid_pasted_from_the_kernel_log_is_a_failure_but_not_the_hardware(tmp_path):
+    # Xid 13/31/43 are raised by a faulting program (an MMU fault, an engine exception): the job
+    # failed, for a cause outside the taxonomy; a desktop program's Xid is no job's failure
+    mmu = ("[Wed Jun 24 15:44:42 2026] NVRM: Xid (PCI:0000:70:00): 31, pid=684430, name=python3, channel "
+           "0x00000002, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 UNRECOGNIZED_CLIENT faulted @ 0x7f_12340000\n")
+    assert _diagnose(tmp_path, mmu)["category"] == "unknown"
+    wrapped = ("NVRM: Xid (PCI:0000:01:00): 31, pid=<varies>, name=python3, channel 0x00000002,\n"
+               "  intr 00000000. MMU Fault: ENGINE GRAPHICS GPC0 GPCCLIENT_T1_0 faulted\n")
+    assert _diagnose(tmp_path, wrapped)["category"] == "unknown"
+    desktop = mmu.replace("python3", "chrome")
+    assert _diagnose(tmp_path, desktop)["category"] == "none"
+
+
 RETRY = "gpu-a:2011:2011 [0] NCCL INFO Call to connect returned Connection refused, retrying\n"
 
 
