@@ -19,8 +19,7 @@ from collections import namedtuple
 from classifier.diagnosis.hint import Hint
 from classifier.precompiled import re_compile
 
-# Python exception class names end in one of these (`RuntimeError`, `DistBackendError`,
-# `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
+# Python exception class names end in one of these (`RuntimeError`, `DistBackendError`, `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Failure", "Fault")
 _SUFFIX = "(?:" + "|".join(EXCEPTION_SUFFIXES) + ")"
 # In the raw line an exception's name may be followed by what normalising strips (an escape, a JSON quote, a box border), but never by a letter, `(`, `)`,
@@ -162,9 +161,10 @@ OTHER_FAILURE_TERMS = (
     Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S|^ERROR:\s{1,8}\[Errno \d{1,5}\] |\bCannot access gated repo for url\b",
          ("panicked at", "panic: ", "error:", "cannot access gated repo"),  # Rust/Go panics, uvicorn's bind, the Hub's gate
          raw=r"panicked at|panic: |\[Errno|Cannot access gated repo"),
-    Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)|gradients at all steps are invalid in this epoch|\bThis training was stopped at \d",
-         ("fatal python error", "infinite or nan at iter", "invalid in this epoch", "training was stopped at"),  # detectron2's NaN-loss check,
-         raw="Fatal Python error|(?i:infinite or nan at iter)|invalid in this epoch|training was stopped at"),  # espnet2's stop on NaN grads
+    Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)|gradients at all steps are invalid in this epoch|\bThis training was stopped at \d"
+         r"|\bNaN or Inf found in input tensor", ("fatal python error", "infinite or nan at iter", "invalid in this epoch", "training was stopped at",
+         "nan or inf found"), raw="Fatal Python error|(?i:infinite or nan at iter)|invalid in this epoch|training was stopped at|NaN or Inf found"),
+    # detectron2's NaN-loss check, espnet2's stop on NaN grads, TensorBoard's refusal of a NaN/Inf value (a loss gone NaN)
     # device runtimes that abort in their own words: ROCm's HSA page fault; pointnet2-style CUDA checks; the driver's Xid of
     # a faulting application (13, 31, 43: an engine exception, an MMU fault, a context stopped; not the device's fault) unless a desktop's
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S|NVRM: Xid \([^)\n]{0,80}\): (?:13|31|43),(?!.{0,40}name=(?:chrom|firefox|Xorg|Xwayland|gnome|kwin|plasma|steam))|^\s*(?:intr [0-9a-f]+\.\s+)?MMU Fault: ENGINE\b",

@@ -196,6 +196,7 @@ _SIGNAL_DEATHS = [
     "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
     "PRTE has lost communication with a remote daemon.",
     "Runtime Error: floatingPointError: loss became infinite or NaN at iteration=88!",
+    "WARNING:root:NaN or Inf found in input tensor.",
     # unseen failures' last words: a failed open's OSError without its type,
     # glog's check, curl's exit, an HTTP client's error for a url, pytest's banner, a launch script
     # that found no interpreter, a JVM trace's frames
