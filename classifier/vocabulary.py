@@ -82,6 +82,9 @@ ECHO_TERMS = (
     # Ray's driver reports that an actor's process died (ray/exceptions.py: RayActorError, from
     # Ray 2.10 its subclass ActorDiedError); why it died is the detail printed under it.
     Term(r"ActorDiedError|RayActorError", ("actordiederror", "rayactorerror"), raw="ActorDiedError|RayActorError"),
+    # torch.multiprocessing.spawn re-raises a child's exception in the parent, its message the
+    # child's traceback under `-- Process N terminated with the following error:`
+    Term(r"ProcessRaisedException", ("processraisedexception",), raw="ProcessRaisedException"),
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (

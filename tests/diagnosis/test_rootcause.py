@@ -160,6 +160,34 @@ def test_ray_actor_death_is_an_echo_of_why_the_worker_died(tmp_path):
     assert (code, d["category"]) == (1, "unknown") and d["evidence"][0]["text"] == "KeyError: 'reward_fn'"
 
 
+def test_mp_spawn_reraise_is_an_echo_of_the_childs_error(tmp_path):
+    # torch.multiprocessing.spawn re-raises a child's failure as ProcessRaisedException, its
+    # message (the child's traceback) below it: the child's line decides, not the wrapper.
+    head = ["Traceback (most recent call last):",
+            '  File "train.py", line 15, in <module>',
+            "    mp.spawn(worker, args=(2,), nprocs=2, join=True)",
+            '  File "/venv/lib/python3.11/site-packages/torch/multiprocessing/spawn.py", line 211, in join',
+            "    raise ProcessRaisedException(msg, error_index, failed_process.pid)",
+            "torch.multiprocessing.spawn.ProcessRaisedException: ", "",
+            "-- Process 0 terminated with the following error:",
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/torch/multiprocessing/spawn.py", line 87, in _wrap',
+            "    fn(i, *args)",
+            '  File "train.py", line 11, in worker',
+            "    dist.all_reduce(t)"]
+    timeout = ["RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+               "Timed out waiting 10000ms for recv operation to complete"]
+    code, d = diagnose_json(_write(tmp_path, "timeout.log", head + timeout))
+    assert d["category"] == "nccl_timeout"
+    closed = ["RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+              "closed by peer [127.0.0.1]:65256. This is typically caused by a remote worker crashing."]
+    code, d = diagnose_json(_write(tmp_path, "closed.log", head + closed))
+    assert d["category"] == "connection_failure"
+    # The child's own exception stays the unexplained answer.
+    code, d = diagnose_json(_write(tmp_path, "own.log", head[:-1] + ["ValueError: bad batch at step 1"]))
+    assert (code, d["category"]) == (1, "unknown") and d["evidence"][0]["text"] == "ValueError: bad batch at step 1"
+
+
 def test_an_exception_the_job_survived_is_not_a_failure(tmp_path):
     lines = ["Traceback (most recent call last):", '  File "cb.py", line 4, in on_log',
              "requests.exceptions.ConnectionError: upload failed, retrying",
