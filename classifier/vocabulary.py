@@ -79,19 +79,17 @@ ECHO_TERMS = (
     Term(r"CalledProcessError", ("calledprocesserror",), raw="CalledProcessError"),
     Term(r"SystemExit", ("systemexit",), raw="SystemExit"),
     Term(r"SignalException", ("signalexception",), raw="SignalException"),
-    # Ray's driver reports that an actor's process died (ray/exceptions.py: RayActorError, from
-    # Ray 2.10 its subclass ActorDiedError); why it died is the detail printed under it.
-    Term(r"ActorDiedError|RayActorError", ("actordiederror", "rayactorerror"), raw="ActorDiedError|RayActorError"),
-    # torch.multiprocessing.spawn re-raises a child's exception in the parent, its message the
-    # child's traceback under `-- Process N terminated with the following error:`
-    Term(r"ProcessRaisedException", ("processraisedexception",), raw="ProcessRaisedException"),
+    # Ray's driver reports that an actor's process died (ray/exceptions.py: RayActorError, from Ray 2.10 its subclass
+    # ActorDiedError); torch.multiprocessing.spawn re-raises a child's exception in the parent (ProcessRaisedException,
+    # the child's traceback under `-- Process N terminated with the following error:`): the detail under it says why.
+    Term(r"ActorDiedError|RayActorError|ProcessRaisedException", ("actordiederror", "rayactorerror", "processraisedexception"),
+         raw="ActorDiedError|RayActorError|ProcessRaisedException"),
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (
     Term(r"Traceback \(most recent call last\)|^During handling of the above exception, another|^The above exception was the direct cause of",
          ("traceback", "above exception"), raw="Traceback|above exception"),  # and the chaining lines between two tracebacks
-    # a traceback's frame: pastes often keep the frames and lose the header and the message
-    # (smart quotes too: a forum's paste, read with straight ones once normalised)
+    # a traceback's frame: pastes often keep the frames and lose the header and the message (smart quotes too, once normalised)
     Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;|“|”)'),
     # IPython/Jupyter marks each frame's current line with an arrow (`--> 123     raise X(`,
     # `----> 1673 trainer.train()`): a notebook traceback cut before its message
@@ -128,8 +126,7 @@ OTHER_FAILURE_TERMS = (
          raw="command not found|is not recognized as|exec format error|syntax error near unexpected"),
     # dash (Debian's /bin/sh) names a missing command with the script's line number: `train.sh: 1: srun: not found`, `/bin/sh: 3: deepspeed: not found`
     Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",), raw=": not found"),
-    # the interpreter could not open the script it was given (Python 3, any platform):
-    # `python3: can't open file '/w/train.py': [Errno 2] No such file or directory`
+    # the interpreter could not open its script: `python3: can't open file '/w/train.py': [Errno 2] No such file or directory`
     Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",), raw="t open file"),
     # Ray's driver found a task's or actor's error nobody retrieved: the task failed
     # (`Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::Worker.f() ...`)
