@@ -126,14 +126,14 @@ OTHER_FAILURE_TERMS = (
          raw="command not found|is not recognized as|exec format error|syntax error near unexpected"),
     # dash (Debian's /bin/sh) names a missing command with the script's line number: `train.sh: 1: srun: not found`, `/bin/sh: 3: deepspeed: not found`
     Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",), raw=": not found"),
-    # the interpreter could not open its script: `python3: can't open file '/w/train.py': [Errno 2] No such file or directory`
-    Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",), raw="t open file"),
+    Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",), raw="t open file"),  # python3 without its script
     # Ray's driver found a task's or actor's error nobody retrieved: the task failed
     # (`Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::Worker.f() ...`)
     Term(r"Unhandled error \(suppress with\b", ("unhandled error (suppress",), raw=r"Unhandled error \(suppress"),
-    # a notebook's kernel died under the cell (Jupyter; VS Code's wording)
-    Term(r"kernel appears to have died|Kernel crashed while executing code",
-         ("kernel appears to have died", "kernel crashed while executing"), raw="(?i:kernel appears to have died|kernel crashed while executing)"),
+    # a notebook's kernel died under the cell (Jupyter; VS Code's wording; the server's warning when it restarted a dead one)
+    Term(r"kernel appears to have died|Kernel crashed while executing code|\bkernel [0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12} restarted\b",
+         ("kernel appears to have died", "kernel crashed while executing", " restarted"),
+         raw="(?i:kernel appears to have died|kernel crashed while executing)|kernel [0-9a-f]{8}-[0-9a-f-]{27} restarted"),
     # pip could not resolve what the job's set-up asked for: nothing ran after it
     Term(r"Could not find a version that satisfies the requirement|No matching distribution found for",
          ("could not find a version that satisfies", "no matching distribution found"),

@@ -197,6 +197,7 @@ _SIGNAL_DEATHS = [
     "PRTE has lost communication with a remote daemon.",
     "Runtime Error: floatingPointError: loss became infinite or NaN at iteration=88!",
     "WARNING:root:NaN or Inf found in input tensor.",
+    "Aug 1, 2023, 1:12:13 PM | WARNING | WARNING:root:kernel 64d26b43-fec6-4352-bdc2-0a820f7219c6 restarted",
     # unseen failures' last words: a failed open's OSError without its type,
     # glog's check, curl's exit, an HTTP client's error for a url, pytest's banner, a launch script
     # that found no interpreter, a JVM trace's frames
@@ -286,6 +287,8 @@ _HEALTHY = [
     "NCCL_SOCKET_IFNAME: not found in the environment, using defaults",
     "If the file can't open file handles fast enough, raise ulimit -n",
     "ray: set RAY_IGNORE_UNHANDLED_ERRORS=1 to keep the driver quiet",
+    # a restart the user asked for (Jupyter's handler logs it at INFO, the id after the words)
+    "[I 2023-08-01 13:12:13.000 ServerApp] Kernel restarted: 64d26b43-fec6-4352-bdc2-0a820f7219c6",
     "HSA_XNACK=1 lets the GPU retry instead of a memory access fault",
     "check: CUDA kernel failed 0 times",
     "INFO: retrying after [Errno 111] Connection refused",
