@@ -93,10 +93,31 @@ def test_a_statement_under_a_cut_frame_head_gives_its_message(tmp_path, text):
     assert "raise_statement" in result["facts"]
 
 
+# The whole paste is one raising statement: the reporter quoted the line that raised, and its
+# literal is the message (the DeepSpeed bf16 assert, GradScaler's unscale refusal).
 @pytest.mark.parametrize("text", [
-    # the statement alone: quoted library code as often as output
     'raise ValueError("Attempting to unscale FP16 gradients.").\n',
-    '    raise ValueError("Type fp16 is not supported.")\n',
+    'raise ValueError("Type fp16 is not supported.")\n',
+    "assert not (self.bfloat16_enabled and (self.zero_optimization_stage not in {1, 2, 3})), "
+    "f'bfloat16 mode is only enabled for Zero 1,2,3 currently. got {self.zero_optimization_stage}\n",
+])
+def test_a_paste_that_is_only_the_raising_statement_gives_its_message(tmp_path, text):
+    result = _diagnose(tmp_path, text)
+    assert result["category"] == "precision_conflict"
+    assert "raise_statement" in result["facts"]
+
+
+@pytest.mark.parametrize("text", [
+    # indented as a source file or a traceback prints it: code, not the reporter's quote
+    '    raise ValueError("Attempting to unscale FP16 gradients.")\n',
+    '[rank0]:     raise ValueError("Type fp16 is not supported.")\n',
+    # the statement with more after it, or after other lines: quoted code, not the failure
+    'raise ValueError("Attempting to unscale FP16 gradients.")\nreturn scaler\n',
+    'if not fp16_ok:\n    raise ValueError("Type fp16 is not supported.")\n',
+    'Epoch 1 done\nraise ValueError("Type fp16 is not supported.")\n',
+    # the statement alone, but of a healthy wording or raising a variable
+    'raise ValueError("label column missing from the csv")\n',
+    "raise err\n",
     # another exception line after it: not the statement's
     'line 75, in __init__\n    raise ValueError("Type fp16 is not supported.")\nKeyError: \'input_ids\'\n',
     # a statement of a healthy wording, or one that raises a variable
