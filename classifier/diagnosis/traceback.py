@@ -159,8 +159,7 @@ class TracebackCollector:
         self._tail_at: dict[tuple[str, int | None], int] = {}  # the last cut frame tail's line
         self._open: dict[tuple[str, int | None], _Open] = {}
         self._said: dict[tuple[str, int | None], "Line"] = {}  # a code line outside a traceback
-        # a raising statement that opened its stream: a lone record at finish() when nothing
-        # else followed it (the whole paste is the statement the reporter quoted)
+        # a raising statement that opened its stream; read at finish() if nothing followed it
         self._opening: dict[tuple[str, int | None], "Line"] = {}
 
     def _close(self, state: _Open) -> None:
@@ -183,9 +182,7 @@ class TracebackCollector:
         state = self._open.get((line.source, line.rank))
         if state is None:  # not setdefault: that builds an _Open for every line
             state = self._open[(line.source, line.rank)] = _Open()
-            # written at the line's start: a traceback or a source file indents its code lines
-            if line.lineno == 1 and line.text[:1] in ("r", "a") and _LONE_RAISE.match(msg) \
-                    and not JOINED.match(msg):
+            if line.lineno == 1 and line.text[:1] in "ra" and _LONE_RAISE.match(msg) and not JOINED.match(msg):
                 self._opening[(line.source, line.rank)] = line
         elif self._opening and msg:
             self._opening.pop((line.source, line.rank), None)
@@ -390,10 +387,8 @@ class TracebackCollector:
         """Close what is still open (cut tracebacks) and return every exception, in order."""
         for state in self._open.values():
             self._close(state)
-        # A stream that is one raising statement and nothing else, unindented (a reporter
-        # quoting the line that raised in a title or a sentence, its literal the message): read
-        # by raisesite.py like a statement under a cut frame head. An indented one is code as
-        # a traceback or a source file prints it, and one with anything after it stays code.
+        # A stream that is one unindented raising statement (a reporter quoting the line that
+        # raised): raisesite.py reads its literal as under a cut frame; indented is printed code.
         for line in self._opening.values():
             if len(self.lone) < MAX_RECORDS:
                 lone = Raised(line.source, line.rank, line.host, line, last=line)
