@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 SEEN_LIMIT = 4096  # hit keys kept before those of lines the buffer has passed are dropped
 _AHEAD = 2
+_LONE_QUOTED = re_compile(r"""(["'])[^"'\n]{8,400}\1[.,]?""")
 _KEPT, _KEPT_BELOW = 4096, 512  # keyword answers kept, for messages shorter than this
 
 # Window shapes around the keyword line i, as (first, last) offsets, tried in order.
@@ -247,12 +248,12 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     seen = set()
     keep = CONTEXT_LINES + 1 + _AHEAD
 
-    def process(i):
+    def process(i, lone=False):
         # A list, not a generator: most lines hold no keyword, and a generator per line cost
         # more than its test. The keyword lookup comes first for the same reason (both pure).
         line = buf[i]
         rules = index.rules_for(line.msg)
-        if not rules or is_code(buf, i):
+        if not rules or (is_code(buf, i) and not lone):
             return ()
         hits = []
         views = _Views(buf, i)
@@ -285,6 +286,7 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     folded_budget = FoldedBudget(budget)
     capital_seen = False  # no capital letter in this input yet: patterns ignore case
     last = None
+    count = 0
     for line in lines:
         if on_line is not None:
             on_line(line)
@@ -301,6 +303,7 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             # numbers a wrapped line's rejoined pieces leave blank (paste.py).
             continue
         buf.append(line)
+        count += 1
         if len(buf) > keep:
             buf.popleft()
         if len(seen) > SEEN_LIMIT:
@@ -314,9 +317,13 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             hits = process(i) or (_cut(buf, i, cut, index, seen, budget) if cut else ())
             if hits:
                 yield from hits
-    # Drain: the last lines have no lookahead left.
+    # Drain: the last lines have no lookahead left. A paste that is one quoted message and
+    # nothing else (`"No space left on device"`, a reporter quoting what the tool printed) is
+    # that message: a source line's string has code around it, or is indented as code.
+    lone = (count == 1 and buf[0].lineno <= 3 and not buf[0].text[:1].isspace()
+            and _LONE_QUOTED.fullmatch(buf[0].msg) is not None)
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
-        yield from process(i) or (_cut(buf, i, cut, index, seen, budget) if cut else ())
+        yield from process(i, lone) or (_cut(buf, i, cut, index, seen, budget) if cut else ())
     # The last line with a message: a paste often ends in a bare label (`[rank3]:`, `> `).
     at = next((i for i in range(len(buf) - 1, -1, -1) if buf[i].msg), None)
     if at is not None:

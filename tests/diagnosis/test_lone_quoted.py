@@ -1,0 +1,34 @@
+"""A paste that is one quoted message and nothing else (a reporter quoting what the tool printed,
+`"No space left on device"`) is read as that message; a quoted string with code or other
+lines around it stays a source line's string (match.scan, hit.is_code)."""
+
+import pytest
+
+from classifier.diagnosis.diagnose import diagnose_job
+
+
+def _category(tmp_path, text):
+    log = tmp_path / "paste.log"
+    log.write_text(text, encoding="utf-8")
+    return diagnose_job([str(log)], use_model=False)["category"]
+
+
+@pytest.mark.parametrize("text", [
+    '"No space left on device"\n',
+    "'No space left on device'\n",
+    '\n"No space left on device".\n',
+])
+def test_lone_quoted_message_is_read(tmp_path, text):
+    assert _category(tmp_path, text) == "disk_full"
+
+
+@pytest.mark.parametrize("text", [
+    # the string of a raise spread over lines: code
+    'raise OSError(\n    "No space left on device"\n)\n',
+    # a lone string indented as a source line is code
+    '                "No space left on device"\n',
+    # a quoted line among other output stays as before
+    'Saving checkpoint\n"No space left on device"\n',
+])
+def test_quoted_string_with_lines_around_stays_code(tmp_path, text):
+    assert _category(tmp_path, text) != "disk_full"
