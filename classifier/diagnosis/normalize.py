@@ -304,7 +304,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     msg = msg.strip()
     if "x across cluster]" in msg:
         msg = _RAY_DEDUP.sub("", msg)
-    if msg[:1] == "`":
+    if msg[:1] == "`" or msg[-1:] == "`":
         msg = _inline_code(msg)
     elif msg[:2] in ("**", "__"):  # retyped in markdown bold (`**RuntimeError: ...**`), maybe cut
         inner = msg[2:-2] if msg.endswith(msg[:2]) and len(msg) > 4 else msg[2:]
@@ -313,12 +313,11 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
 
 
 def _inline_code(msg: str) -> str:
-    """A message quoted as markdown inline code (`` `KeyError: 'RANK'` ``, or its opening
-    backtick alone when the paste is cut) without the backticks; a fenced block's ``` stays."""
-    if msg[1:2] == "`":
-        return msg
+    """A message without its inline-code backticks (both, or one alone: a cut, a span opened above)."""
+    if msg[:1] != "`":
+        return msg[:-1].rstrip() if msg.count("`") == 1 else msg
     inner = msg[1:-1] if msg[-1:] == "`" and len(msg) > 2 else msg[1:]
-    return msg if "`" in inner else inner.strip()
+    return msg if "`" in inner else inner.strip()  # a ``` fence or a second span stays
 
 
 # Wrappers around a whole line, unwrapped before the prefixes are peeled: Docker's json-file log

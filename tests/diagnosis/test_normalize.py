@@ -137,6 +137,11 @@ def test_web_copy_characters_are_read_as_plain_ones(tmp_path):
     ("```", "```"),                                                           # a fence stays
     ("`deepspeed` was not found, run `pip install deepspeed`",
      "`deepspeed` was not found, run `pip install deepspeed`"),               # spans inside stay
+    # the span was opened lines above: its closing backtick alone ends the message
+    ("Exception: Current loss scale already at minimum - cannot decrease scale`",
+     "Exception: Current loss scale already at minimum - cannot decrease scale"),
+    ("run `make` first`", "run `make` first`"),                               # not a lone closer
+    ("``", "``"),
 ])
 def test_a_message_quoted_as_inline_code_loses_its_backticks(line, msg):
     assert peel_prefixes(line)[0] == msg
