@@ -79,29 +79,22 @@ def test_a_statement_of_a_healthy_wording_stays_unexplained(tmp_path):
 
 
 
-# A paste that kept the raising frame's source line under a frame head whose `File "..."` part
-# it cut off (`line 75, in __init__`): the statement is that traceback's, its message lost.
+# The raising statement stands for its message: under a frame head whose `File "..."` part the
+# paste cut off (`line 75, in __init__`: the statement is that traceback's, its message lost),
+# or as the whole paste (the reporter quoted the line that raised: the DeepSpeed bf16 assert,
+# GradScaler's unscale refusal).
 @pytest.mark.parametrize("text", [
     'line 75, in __init__\n    raise ValueError("Type fp16 is not supported.")\n',
     '[rank0]: line 1080, in _do_sanity_check\n[rank0]:     raise ValueError("Type bf16 is not supported on your device.")\n',
     "line 971, in _initialize_params\n    assert not (self.bfloat16_enabled and (self.zero_optimization_stage not in {1, 2, 3})), "
     "f'bfloat16 mode is only enabled for Zero 1,2,3 currently. got {self.zero_optimization_stage}'\n",
-])
-def test_a_statement_under_a_cut_frame_head_gives_its_message(tmp_path, text):
-    result = _diagnose(tmp_path, text)
-    assert result["category"] == "precision_conflict"
-    assert "raise_statement" in result["facts"]
-
-
-# The whole paste is one raising statement: the reporter quoted the line that raised, and its
-# literal is the message (the DeepSpeed bf16 assert, GradScaler's unscale refusal).
-@pytest.mark.parametrize("text", [
     'raise ValueError("Attempting to unscale FP16 gradients.").\n',
     'raise ValueError("Type fp16 is not supported.")\n',
     "assert not (self.bfloat16_enabled and (self.zero_optimization_stage not in {1, 2, 3})), "
     "f'bfloat16 mode is only enabled for Zero 1,2,3 currently. got {self.zero_optimization_stage}\n",
-])
-def test_a_paste_that_is_only_the_raising_statement_gives_its_message(tmp_path, text):
+], ids=["cut-frame-head", "cut-frame-head-ranked", "cut-frame-head-assert",
+        "whole-paste-dotted", "whole-paste", "whole-paste-assert"])
+def test_a_raising_statement_gives_its_message(tmp_path, text):
     result = _diagnose(tmp_path, text)
     assert result["category"] == "precision_conflict"
     assert "raise_statement" in result["facts"]
