@@ -28,7 +28,7 @@ from classifier.rules.load import default_rules
 from classifier.sanitize import finish
 from classifier.diagnosis.region import FailureRegion, model_text
 from classifier.diagnosis.signals import FailureSignals
-from classifier.diagnosis.structure import DeferredHits, reader_steps
+from classifier.diagnosis.structure import DeferredHits, reader_steps, respawned
 from classifier.taxonomy import retry_verdict
 from classifier.vocabulary import EXCEPTION_LINE
 
@@ -179,7 +179,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     winner = pick_root_cause(collector.hits, signals.root_rank)
     unexplained = None
     if winner is not None and winner.rule.role == "symptom":
-        unexplained = _first_unexplained_exception(collector.hits, signals)
+        unexplained = _first_unexplained_exception(collector.hits, signals, deferred.tracebacks.records)
         if _symptom_overruled(winner, collector.hits, signals, unexplained):
             if unexplained is None and winner.rule.category in taxonomy.TERMINAL:
                 unexplained = signals.first_marker  # the failure the step was torn down after
@@ -289,9 +289,9 @@ def _judge_what_was_read(result, signals, warnings):
         result["confidence"] = min(result["confidence"], confidence_levels.DOUBTFUL_NONE)
 
 
-def _first_unexplained_exception(hits, signals):
-    """The earliest real exception line that no rule hit covers, or None."""
-    covered = {(line.source, line.lineno) for hit in hits for line in hit.lines}
+def _first_unexplained_exception(hits, signals, records=()):
+    """The earliest real exception line that no rule hit covers (nor a spawn parent's re-raise), or None."""
+    covered = {(line.source, line.lineno) for hit in hits for line in hit.lines} | respawned(records)
     free = [line for line in signals.exceptions if (line.source, line.lineno) not in covered]
     return min(free, key=line_order) if free else None
 

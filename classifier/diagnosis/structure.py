@@ -347,3 +347,13 @@ def reader_steps(final: "Line", records: list["Raised"]) -> list[str]:
                     f"DeepSpeed config loader: check that input file (a dataset, tokenizer or "
                     f"annotation file; JSON Lines needs one object per line)."]
     return []
+
+
+def respawned(records: list["Raised"]) -> set:
+    """Where torch.multiprocessing.spawn re-raised a child's failure in the parent as a bare
+    `Exception` (torch < 1.8: spawn.py's join, the child's traceback under `-- Process N
+    terminated with the following error:`; later releases name it ProcessRaisedException, an
+    echo by name): (source, line) of each such exception line, an echo, not a failure."""
+    return {(r.line.source, r.line.lineno) for r in records
+            if r.line is not None and r.type == "Exception" and r.frames
+            and r.frames[-1].func == "join" and r.frames[-1].file.endswith("multiprocessing/spawn.py")}

@@ -188,6 +188,32 @@ def test_mp_spawn_reraise_is_an_echo_of_the_childs_error(tmp_path):
     assert (code, d["category"]) == (1, "unknown") and d["evidence"][0]["text"] == "ValueError: bad batch at step 1"
 
 
+def test_old_mp_spawn_bare_exception_reraise_is_an_echo(tmp_path):
+    # torch < 1.8 re-raised a child's failure in spawn.py's join as a bare `Exception`, printed
+    # before the child's traceback: a symptom read in the child decides, not the wrapper.
+    head = ["Traceback (most recent call last):",
+            '  File "tools/train_net.py", line 162, in <module>',
+            "    args=(args,),",
+            '  File "/env/lib/python3.7/site-packages/torch/multiprocessing/spawn.py", line 118, in join',
+            "    raise Exception(msg)",
+            "Exception: ", "",
+            "-- Process 3 terminated with the following error:",
+            "Traceback (most recent call last):",
+            '  File "/work/engine/train_loop.py", line 253, in _write_metrics',
+            "    all_metrics_dict = comm.gather(metrics_dict)",
+            '  File "/work/utils/comm.py", line 125, in _pad_to_largest_tensor',
+            "    dist.all_gather(size_list, local_size, group"]
+    code, d = diagnose_json(_write(tmp_path, "cut.log", head))
+    assert d["category"] == "nccl_timeout"
+    # The child's own exception stays the unexplained answer.
+    code, d = diagnose_json(_write(tmp_path, "own.log", head[:-2] + ["ValueError: bad batch at step 1"]))
+    assert (code, d["category"]) == (1, "unknown") and d["evidence"][0]["text"] == "ValueError: bad batch at step 1"
+    # A bare Exception raised anywhere else is a failure of its own.
+    own = head[:3] + ['  File "/work/engine/launch.py", line 48, in join', "    raise Exception(msg)"] + head[5:]
+    code, d = diagnose_json(_write(tmp_path, "mine.log", own))
+    assert (code, d["category"]) == (1, "unknown")
+
+
 def test_an_exception_the_job_survived_is_not_a_failure(tmp_path):
     lines = ["Traceback (most recent call last):", '  File "cb.py", line 4, in on_log',
              "requests.exceptions.ConnectionError: upload failed, retrying",
