@@ -32,8 +32,10 @@ _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|
                         # Python's own `'NoneType' object has no attribute 'x'` is a message
                         r"""(?![\w.]{1,60}' object (?:has no attribute|is not (?:callable|subscriptable|iterable)))"""
                         # and the dynamic loader's, a shared object's path first (`"/x/_C.so: undefined
-                        # symbol: ..."`), which no source string opens on
+                        # symbol: ..."`), or the linker's, an object file's (`"build/x.o: file not
+                        # recognized: ..."`, relative or not), which no source string opens on
                         r"""(?![/~][^"'\n:]{0,300}\.so(?:\.\d{1,6}){0,4}:\s)"""
+                        r"""(?![/~\w.+-][\w.+/~-]{0,300}\.(?:o|obj|so(?:\.\d{1,6}){0,4}):\s)"""
                         # and torch's dispatcher: `"addmm_impl_cpu_" not implemented for 'Half'`
                         r"""(?!\w{1,80}" not implemented for ')"""
                         # and Windows' command interpreter: `'nvcc' is not recognized as an ...`
