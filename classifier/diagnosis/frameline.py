@@ -13,6 +13,11 @@ _PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (
 _PY_FRAME_CUT = re_compile(r'^(?P<file>[^"\s][^"]{0,1023}?\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s*$')
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
+# IPython 8's frame head: `File ~/x/module.py:1501, in Module._call_impl(self, *args)`, and
+# `File /x/train.py:12` for a module's own lines. Its function is the qualified name; Python
+# prints the last part, which is what rules name (`_env_rendezvous_handler.<locals>._get_env_or_raise`).
+_IPY8_FRAME = re_compile(r"^File (?P<file>(?:~|/|[A-Za-z]:\\)\S{0,1024}?\.pyx?):(?P<line>\d+)"
+                         r"(?:, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)(?:\(|\s*$)|\s*$)")
 # Colab links IPython's frame paths: `[/usr/lib/.../autocast_mode.py](https://localhost:8080/#) in
 # __enter__(self)`, `[<ipython-input-3-d2a3>](https://localhost:8080/#) in <cell line: 1>()`.
 _COLAB_FRAME = re_compile(r"^\[(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input)[^\]\s]{0,1024})\]"
@@ -53,9 +58,9 @@ def frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | None
     # (c10), `Exception raised from` (c10's raise site); tested in `gist`, msg's if given.
     gist = msg if gist is None else gist
     if not ("File \"" in gist or " in " in gist or "frame #" in gist
-            or "Exception raised from " in gist):
+            or "Exception raised from " in gist or gist[:5] == "File "):
         return None
-    for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY_FRAME,
+    for pattern in (_PY_FRAME, _CPP_RAISED, _PYTEST_FRAME, _RICH_FRAME, _IPY8_FRAME, _IPY_FRAME,
                     _COLAB_FRAME, _CPP_FRAME, _PY_FRAME_CUT):
         m = pattern.search(msg) if pattern is _CPP_RAISED else pattern.match(msg)
         if m:

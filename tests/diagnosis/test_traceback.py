@@ -106,6 +106,36 @@ ValueError: Milestones should be a list of increasing integers.
     assert r.frames[0].source == "trainer = DefaultTrainer(cfg)"
 
 
+def test_ipython8_frame_heads():
+    # IPython 8 prints `File path:LINE, in Qualified.name(args)`; the cell's own frame is
+    # `Cell In[N], line M`. The function is read as Python names it (the last part).
+    text = """\
+KeyError                                  Traceback (most recent call last)
+Cell In[3], line 5
+----> 5 dist.init_process_group("nccl")
+
+File ~/conda/lib/python3.10/site-packages/torch/distributed/rendezvous.py:235, in _env_rendezvous_handler(url, timeout, **kwargs)
+    234 else:
+--> 235     rank = int(_get_env_or_raise("RANK"))
+
+File C:\\envs\\x\\lib\\site-packages\\torch\\distributed\\rendezvous.py:220, in _env_rendezvous_handler.<locals>._get_env_or_raise(env_var)
+    219 if not env_val:
+--> 220     raise _env_error(env_var)
+
+File /work/setup_env.py:12
+---> 12 import torch
+"""
+    (r,) = _records(text)
+    assert r.type == "KeyError" and r.cut
+    assert [(f.func, f.line) for f in r.frames] == [
+        ("_env_rendezvous_handler", 235), ("_get_env_or_raise", 220), ("<module>", 12)]
+    assert r.frames[0].file == "~/conda/lib/python3.10/site-packages/torch/distributed/rendezvous.py"
+    assert r.frames[1].file == "C:/envs/x/lib/site-packages/torch/distributed/rendezvous.py"
+    assert r.frames[1].source == "raise _env_error(env_var)"
+    # a sentence that starts with "File" is no frame
+    assert _records("File /data/train.txt:3 was not found") == []
+
+
 def test_cpp_frames_and_windows_paths():
     text = """\
 [rank5]:[E901 05:20:03.446595912 ProcessGroupNCCL.cpp:1899] Process group watchdog thread terminated with exception
