@@ -29,8 +29,9 @@ _ANSI = re_compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
 _SRUN_LABEL = re_compile(r"(?=(\s*))\1(?P<rank>\d{1,5}):\s")
 # Rank and host labels, each anchored at the start of what is left of the line.
 _RANK_PREFIXES = (
-    # torch >= 2.2 stderr redirection and torchrun --tee: `[rank3]:`, `[default3]:`
-    re_compile(r"\[(?:rank|default|worker|trainer|local_rank)?(?P<rank>\d+)\]:\s?"),
+    # torch >= 2.2 stderr redirection and torchrun --tee: `[rank3]:`, `[default3]:`, and a
+    # role and local rank split by a colon, the role empty when the launcher names none (`[:3]:`)
+    re_compile(r"\[(?:rank|default|worker|trainer|local_rank)?:?(?P<rank>\d+)\]:\s?"),
     # Open MPI --tag-output: `[1,3]<stderr>:` (job id, rank); horovodrun: `[3]<stderr>:`
     re_compile(r"\[(?:\d+,)?(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
     _SRUN_LABEL,
@@ -205,7 +206,7 @@ _TS_FIRST = _ISO_FIRST | _SYSLOG_FIRST
 # After `[`, the second character settles which bracket label may follow (any other non-ASCII
 # one: the digit forms, \d being any Unicode digit); dmesg's stamps likewise.
 _BRACKET_SECOND = dict.fromkeys(map(chr, range(128)), ())
-_BRACKET_SECOND.update(dict.fromkeys("rdwtl", (_RANK_PREFIXES[0],)))
+_BRACKET_SECOND.update(dict.fromkeys("rdwtl:", (_RANK_PREFIXES[0],)))
 _BRACKET_SECOND.update(dict.fromkeys("0123456789", (_RANK_PREFIXES[0], _RANK_PREFIXES[1])))
 _BRACKET_SECOND["p"] = (_RANK_PREFIXES[5],)
 _BRACKET_OTHER = (_RANK_PREFIXES[0], _RANK_PREFIXES[1])

@@ -139,7 +139,7 @@ def test_a_storm_of_selected_lines_is_walked_once_and_cut_at_the_budget():
 
 
 # Every prefix form the normaliser strips (classifier/diagnosis/normalize.py), as a job writes it.
-PREFIXES = ("", "[rank{r}]:", "[default{r}]:", "[worker{r}]: ", "[trainer{r}]: ", "[local_rank{r}]: ",
+PREFIXES = ("", "[rank{r}]:", "[default{r}]:", "[:{r}]:", "[worker{r}]: ", "[trainer{r}]: ", "[local_rank{r}]: ",
             "[1,{r}]<stderr>:", "{r}: ", "  {r}: [rank{r}]: ", "worker-{r}: ", "10.0.0.{r}: ",
             "localhost: ", "(RayTrainWorker pid=1234{r}, ip=10.0.0.{r}) ", "[pod/trainer-{r}/pytorch] ",
             "trainer-{r}  | ", "2024-10-02T14:00:00.123456789Z stderr F ", "[2024-10-02 14:00:00,123] ",
