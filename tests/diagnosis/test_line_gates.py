@@ -95,9 +95,11 @@ def test_the_marker_hint_says_what_its_alternation_says(messages):
 
 def test_the_frame_gate_drops_no_frame(messages):
     from classifier.diagnosis import traceback as T
+    from classifier.diagnosis.frameline import _IPY8_FRAME
     patterns = (T._PY_FRAME, T._CPP_RAISED, T._PYTEST_FRAME, T._IPY_FRAME, T._CPP_FRAME,
-                T._COLAB_FRAME, T._PY_FRAME_CUT)
+                T._COLAB_FRAME, T._PY_FRAME_CUT, _IPY8_FRAME)
     extra = ['File "a.py", line 3', '~/x.py in f(a)', "frame #0: c10::Error (0x1 in /l.so)",
+             "File ~/x.py:5, in M.f(a)", "File /x/train.py:12",
              "t.py:4: in test_x", "Exception raised from f at a.cpp:9", "<ipython-input-3> in g()",
              "[/usr/lib/x.py](https://localhost:8080/#) in f(a)", '/verl/protocol.py", line 491, in chunk']
     for msg in list(messages) + extra:
