@@ -182,7 +182,9 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
         keywords = rule["keywords"] if _is_str_list(rule.get("keywords"), 1) else ()
         examples = rule.get("examples")
         matches = examples.get("match") if isinstance(examples, dict) else None
-        samples = [" ".join(m.splitlines()) for m in matches or () if isinstance(m, str)]
+        # An example with facts (`{text: ...}`) is as much a line the pattern meets as a bare one.
+        texts = [m.get("text") if isinstance(m, dict) else m for m in matches or ()]
+        samples = [" ".join(m.splitlines()) for m in texts if isinstance(m, str)]
         check_regexes(rule["patterns"], where + ("patterns",), report, keywords, samples)
     if "remediation" in rule:
         _check_steps(rule["remediation"], where + ("remediation",), report)

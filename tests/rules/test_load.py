@@ -87,6 +87,23 @@ def test_catastrophic_user_pattern_is_rejected_at_load(tmp_path):
     assert "backtrack" in err.value.problems[0] and ":9:" in err.value.problems[0]
 
 
+def test_pattern_quadratic_in_front_of_an_example_with_facts_is_rejected(tmp_path):
+    # An unanchored `[\\w.-]+` before the message scans to the message from every start in a long
+    # run of word characters; the lint finds it from an example given with its facts too.
+    rule = GOOD_USER_RULE.format(pattern="(?P<host>[\\w.-]+): quota gone").replace(
+        'match: ["quota aaab", "x quota ab", "quota aaaaab y"]',
+        'match: [{text: "ok then node-1: quota gone", facts: {host: node-1}}, '
+        '{text: "n2: quota gone", facts: {host: n2}}, {text: "a.b: quota gone", facts: {host: a.b}}]').replace(
+        'no_match: ["quota", "nothing"]', 'no_match: ["quota", "node-1: quota kept"]')
+    (tmp_path / "disk_full.yaml").write_text(rule)
+    with pytest.raises(RuleError) as err:
+        load_rules([tmp_path])
+    assert "backtrack" in err.value.problems[0]
+    anchored = rule.replace("(?P<host>", "(?<![\\w.-])(?P<host>")
+    (tmp_path / "disk_full.yaml").write_text(anchored)
+    assert load_rules([tmp_path])
+
+
 def test_rules_lint_and_test_cli_on_a_user_directory(tmp_path):
     import subprocess
     import sys
