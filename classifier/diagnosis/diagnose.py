@@ -303,8 +303,8 @@ def _symptom_overruled(winner, hits, signals, unexplained):
     connection resets and watchdog timeouts, so an unexplained exception that came first is
     the better answer (`unknown`). Weak symptoms (priority < 0) are lines healthy jobs print
     too (c10d's connect retries at start-up): they explain nothing in a job that went on
-    without failing — unless they are where the log ends (the job hung there) — and give way
-    to an unexplained exception wherever it comes.
+    without failing — unless they are where the log ends (the job hung there) and no later
+    `resolved_by` line says the wait ended — and give way to an unexplained exception.
     """
     if unexplained is not None and line_order(unexplained) < line_order(winner.first):
         return True
@@ -315,7 +315,8 @@ def _symptom_overruled(winner, hits, signals, unexplained):
         return False
     if not signals.failed:
         same = [h for h in hits if h.rule is winner.rule]
-        return not any(signals.messages_after(h.lines[-1]) <= TAIL_LINES for h in same)
+        return not any(signals.messages_after(h.lines[-1]) <= TAIL_LINES and
+                       not signals.said_after(h.lines[-1], winner.rule.resolved_by) for h in same)
     return unexplained is not None
 
 

@@ -145,6 +145,15 @@ class FailureSignals:
         after = sum(n > line.lineno for n in numbers)
         return END_LINES if after == len(numbers) == END_LINES else after
 
+    def said_after(self, line: "Line", patterns) -> bool:
+        """Does a message of `line`'s input after it, among its last END_LINES, match one of
+        `patterns`? (A weak symptom near the end asks whether the wait it reports ended.)"""
+        if not patterns:
+            return False
+        numbers = self._tail_linenos.get(line.source, ())
+        tail = self._tails.get(line.source, ())
+        return any(n > line.lineno and _matches(patterns, msg) for n, msg in zip(numbers, tail))
+
     def survived(self) -> bool:
         """True when every file that shows a failure ends with a success marker after it."""
         return bool(self._last_failure) and all(

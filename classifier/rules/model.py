@@ -35,7 +35,8 @@ class Rule:
         # the rule reads (a trend that waits for the failure ending a storm).
         self.select = data.get("select") or {}
         self._sources = (tuple(data.get("patterns") or ()), tuple(data.get("exclude") or ()),
-                         tuple(data.get("context") or ()), tuple(data.get("not_near") or ()))
+                         tuple(data.get("context") or ()), tuple(data.get("not_near") or ()),
+                         tuple(data.get("resolved_by") or ()))
         # Conditions on an exception's type, frames and message (classifier.diagnosis.structure).
         self._structure_data = data.get("structure") or None
         self._structure = None  # compiled on first use
@@ -126,6 +127,12 @@ class Rule:
     def not_near(self) -> tuple:
         """The compiled patterns that veto a hit from a line near it (`not_near`)."""
         return self._regexes()[3]
+
+    @property
+    def resolved_by(self) -> tuple:
+        """The compiled patterns of a later line that ends what a weak symptom waited on
+        (`resolved_by`): a hit such a line follows is not where the job hung."""
+        return self._regexes()[4] if self._sources[4] else ()
 
 
 _FILE_EXAMPLES: dict[str, dict[str, Any]] = {}
