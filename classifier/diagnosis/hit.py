@@ -39,7 +39,10 @@ _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|
                         # and torch's dispatcher: `"addmm_impl_cpu_" not implemented for 'Half'`
                         r"""(?!\w{1,80}" not implemented for ')"""
                         # and Windows' command interpreter: `'nvcc' is not recognized as an ...`
-                        r"""(?![^"'\n]{1,200}["'] is not recognized as an internal or external command)""")
+                        r"""(?![^"'\n]{1,200}["'] is not recognized as an internal or external command)"""
+                        # and the import system's, quoted whole (even in triple quotes): a name in
+                        # quotes after its words, where a source string holds a placeholder
+                        r"""(?!["']{0,2}(?:cannot import name|No module named) ["'][\w.]{1,100}["'])""")
 _QUOTED = re_compile(r"""f?["']""")
 # An issue title often joins the raise line to the exception it printed (`raise OSError('CUDA_HOME
 # is not set. ' OSError: CUDA_HOME is not set.`), the call's parenthesis closed or not

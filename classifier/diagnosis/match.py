@@ -253,8 +253,13 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
         # more than its test. The keyword lookup comes first for the same reason (both pure).
         line = buf[i]
         rules = index.rules_for(line.msg)
-        if not rules or (is_code(buf, i) and not lone):
+        if not rules:
             return ()
+        if not lone and is_code(buf, i):
+            # a source line: only the rules written to read one (`reads_code`) try it
+            rules = [rule for rule in rules if rule.reads_code]
+            if not rules:
+                return ()
         hits = []
         views = _Views(buf, i)
         for rule in rules:
@@ -263,7 +268,8 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             if found is None:
                 continue
             span, m, text = found
-            if span[0] is not line and _CODE_LINE.match(span[0].msg) and not is_key_message(span):
+            if span[0] is not line and _CODE_LINE.match(span[0].msg) and not is_key_message(span) \
+                    and not rule.reads_code:
                 continue
             key = (rule.id, span[0].source, span[0].lineno)
             if key in seen:

@@ -36,7 +36,7 @@ _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
               "not_near", "resolved_by", "structure", "trend", "remediation", "examples", "exact_case",
-              "select"}
+              "select", "reads_code"}
 TREND_KINDS = ("loss_scale", "loss_scale_log", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
@@ -166,6 +166,8 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
         report(where + ("trend",), f"trend must be one of {', '.join(TREND_KINDS)}")
     if "exact_case" in rule and not isinstance(rule["exact_case"], bool):
         report(where + ("exact_case",), "exact_case must be true or false")
+    if "reads_code" in rule and not isinstance(rule["reads_code"], bool):
+        report(where + ("reads_code",), "reads_code must be true or false")
     if "select" in rule:
         _check_select(rule, where + ("select",), report)
     has_structure = "structure" in rule

@@ -16,7 +16,7 @@ class Rule:
     """One compiled rule: keywords gate where its regexes run."""
 
     __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "select",
-                 "remediation",
+                 "reads_code", "remediation",
                  "_examples", "path", "info", "_structure_data", "_structure", "trend",
                  "_sources", "_compiled", "builtin", "_required")
 
@@ -31,6 +31,9 @@ class Rule:
         # not `NCCL_TIMEOUT=1800`); otherwise in any case, and kept lower-cased.
         self.exact_case = bool(data.get("exact_case"))
         self.keywords = tuple(k if self.exact_case else k.lower() for k in data.get("keywords") or ())
+        # `reads_code: true`: the rule may match a line that reads as source code (a statement
+        # echoed under a traceback frame or by the warnings module), which no other rule sees.
+        self.reads_code = bool(data.get("reads_code"))
         # For the big-log prefilter: which keywords pick a line, and how many lines after it
         # the rule reads (a trend that waits for the failure ending a storm).
         self.select = data.get("select") or {}

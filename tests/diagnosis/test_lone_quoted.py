@@ -32,3 +32,19 @@ def test_lone_quoted_message_is_read(tmp_path, text):
 ])
 def test_quoted_string_with_lines_around_stays_code(tmp_path, text):
     assert _category(tmp_path, text) != "disk_full"
+
+
+# The import system's messages quoted whole, even in a docstring's triple quotes: the names
+# in quotes after the words are values, where a source string would hold a placeholder.
+@pytest.mark.parametrize("text", [
+    '"""cannot import name \'L2Norm\' from \'megatron.core.transformer.torch_norm\'"""\n',
+    '"No module named \'torch._six\'"\n',
+    "Loading the model\n\"cannot import name 'cached_download' from 'huggingface_hub'\"\n",
+])
+def test_quoted_import_message_is_read(tmp_path, text):
+    assert _category(tmp_path, text) == "version_mismatch"
+
+
+def test_import_message_with_placeholders_stays_code(tmp_path):
+    text = 'raise ImportError(\n    "cannot import name {name!r} from {module!r}"\n)\n'
+    assert _category(tmp_path, text) != "version_mismatch"
