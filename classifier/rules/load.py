@@ -35,7 +35,7 @@ def check_regexes(*args, **kwargs):
 _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
-              "not_near", "structure", "trend", "remediation", "examples", "exact_case", "select"}
+              "not_near", "not_after", "structure", "trend", "remediation", "examples", "exact_case", "select"}
 TREND_KINDS = ("loss_scale", "loss_scale_log", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
@@ -188,7 +188,7 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
         check_regexes(rule["patterns"], where + ("patterns",), report, keywords, samples)
     if "remediation" in rule:
         _check_steps(rule["remediation"], where + ("remediation",), report)
-    for key in ("exclude", "context", "not_near"):
+    for key in ("exclude", "context", "not_near", "not_after"):
         if key in rule and not _is_str_list(rule[key]):
             report(where + (key,), f"{key} must be a list of strings")
         elif lint:

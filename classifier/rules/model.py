@@ -35,7 +35,8 @@ class Rule:
         # the rule reads (a trend that waits for the failure ending a storm).
         self.select = data.get("select") or {}
         self._sources = (tuple(data.get("patterns") or ()), tuple(data.get("exclude") or ()),
-                         tuple(data.get("context") or ()), tuple(data.get("not_near") or ()))
+                         tuple(data.get("context") or ()), tuple(data.get("not_near") or ()),
+                         tuple(data.get("not_after") or ()))
         # Conditions on an exception's type, frames and message (classifier.diagnosis.structure).
         self._structure_data = data.get("structure") or None
         self._structure = None  # compiled on first use
@@ -113,9 +114,9 @@ class Rule:
 
     @property
     def has_context(self) -> bool:
-        """Does the rule read lines before its match (`context`, `not_near`)? Known without
-        compiling."""
-        return bool(self._sources[2] or self._sources[3])
+        """Does the rule read lines before its match (`context`, `not_near`, `not_after`)?
+        Known without compiling."""
+        return bool(self._sources[2] or self._sources[3] or self._sources[4])
 
     @property
     def context(self) -> tuple:
@@ -126,6 +127,11 @@ class Rule:
     def not_near(self) -> tuple:
         """The compiled patterns that veto a hit from a line near it (`not_near`)."""
         return self._regexes()[3]
+
+    @property
+    def not_after(self) -> tuple:
+        """The compiled patterns that veto a hit from a line before it only (`not_after`)."""
+        return self._regexes()[4]
 
 
 _FILE_EXAMPLES: dict[str, dict[str, Any]] = {}
