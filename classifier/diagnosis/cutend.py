@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from classifier.diagnosis.budget import UNTIMED_TEXT
 from classifier.diagnosis.hit import (MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context,
-                                      _near, match_start)
+                                      _near, _after_echo, match_start)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
@@ -199,6 +199,8 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
                 break
             if rule.not_near and _near(rule, buf, at, budget):
                 break  # ... and is held off by what holds the whole one off
+            if rule.not_after and _after_echo(rule, buf, at, budget):
+                break
             if not _keyword_inside(rule, line.msg, match_start(m)):
                 continue
             if whole is not None:

@@ -118,6 +118,14 @@ def _near(rule, buf, i, budget):
                for p in rule.not_near)
 
 
+def _after_echo(rule, buf, i, budget):
+    """Does a `not_after` pattern match a line within CONTEXT_LINES before line i (a line that
+    makes what follows it an echo: a restarted attempt after the launcher's failure report)?
+    Lines after the hit are not read: the same report follows the first attempt's failure."""
+    return any(budget.search(p, buf[k].msg, rule.builtin) for k in range(max(0, i - CONTEXT_LINES), i)
+               for p in rule.not_after)
+
+
 def _has_context(rule, buf, i, budget):
     for k in range(max(0, i - CONTEXT_LINES), i + 1):
         msg = buf[k].msg

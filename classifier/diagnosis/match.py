@@ -15,7 +15,7 @@ from classifier.diagnosis.budget import RegexBudget
 from classifier.diagnosis.folded import FoldedBudget, folds, has_capital
 from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
 from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
-    CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, _near, is_code,
+    CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, _near, _after_echo, is_code,
     is_key_message, match_start)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
@@ -281,6 +281,10 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             if rule.context and not _has_context(rule, buf, i, searcher):
                 continue
             if rule.not_near and _near(rule, buf, i, searcher):
+                if declined is not None:
+                    declined.add(rule.category)
+                continue
+            if rule.not_after and _after_echo(rule, buf, i, searcher):
                 if declined is not None:
                     declined.add(rule.category)
                 continue

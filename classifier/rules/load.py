@@ -35,8 +35,8 @@ def check_regexes(*args, **kwargs):
 _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
-              "not_near", "resolved_by", "structure", "trend", "remediation", "examples", "exact_case",
-              "select", "reads_code"}
+              "not_near", "not_after", "resolved_by", "structure", "trend", "remediation", "examples",
+              "exact_case", "select", "reads_code"}
 TREND_KINDS = ("loss_scale", "loss_scale_log", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
@@ -191,7 +191,7 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
         check_regexes(rule["patterns"], where + ("patterns",), report, keywords, samples)
     if "remediation" in rule:
         _check_steps(rule["remediation"], where + ("remediation",), report)
-    for key in ("exclude", "context", "not_near", "resolved_by"):
+    for key in ("exclude", "context", "not_near", "not_after", "resolved_by"):
         if key in rule and not _is_str_list(rule[key]):
             report(where + (key,), f"{key} must be a list of strings")
         elif lint:

@@ -39,7 +39,7 @@ class Rule:
         self.select = data.get("select") or {}
         self._sources = (tuple(data.get("patterns") or ()), tuple(data.get("exclude") or ()),
                          tuple(data.get("context") or ()), tuple(data.get("not_near") or ()),
-                         tuple(data.get("resolved_by") or ()))
+                         tuple(data.get("resolved_by") or ()), tuple(data.get("not_after") or ()))
         # Conditions on an exception's type, frames and message (classifier.diagnosis.structure).
         self._structure_data = data.get("structure") or None
         self._structure = None  # compiled on first use
@@ -117,9 +117,9 @@ class Rule:
 
     @property
     def has_context(self) -> bool:
-        """Does the rule read lines before its match (`context`, `not_near`)? Known without
-        compiling."""
-        return bool(self._sources[2] or self._sources[3])
+        """Does the rule read lines before its match (`context`, `not_near`, `not_after`)?
+        Known without compiling."""
+        return bool(self._sources[2] or self._sources[3] or self._sources[5])
 
     @property
     def context(self) -> tuple:
@@ -136,6 +136,11 @@ class Rule:
         """The compiled patterns of a later line that ends what a weak symptom waited on
         (`resolved_by`): a hit such a line follows is not where the job hung."""
         return self._regexes()[4] if self._sources[4] else ()
+
+    @property
+    def not_after(self) -> tuple:
+        """The compiled patterns that veto a hit from a line before it only (`not_after`)."""
+        return self._regexes()[5] if self._sources[5] else ()
 
 
 _FILE_EXAMPLES: dict[str, dict[str, Any]] = {}
