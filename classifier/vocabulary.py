@@ -240,6 +240,26 @@ EVIDENCE_TERMS = (
          ("t pickle ", "t get attribute "), raw=r"(?i:t pickle )|t get attribute "),
     # ProcessGroupWrapper's check (TORCH_DISTRIBUTED_DEBUG=DETAIL) of the collectives ranks run
     Term(r"Detected mismatch between collectives on ranks", ("mismatch between collectives",), raw="mismatch between collectives"),
+    # the CUDA runtime's words for a kernel that failed (cudaGetErrorString), pasted alone, quoted, or after
+    # an application's own macro (`GPUassert: an illegal memory access was encountered kernel.cu 88`); not
+    # in a warning (an allocator's retry after the error says nothing new)
+    Term(r"^(?!.{0,400}?(?:[Ww]arn|WARN))(?:.{0,400}?: )?[\"'“‘]?(?:an illegal (?:memory access|instruction) was encountered|misaligned address\b"
+         r"|unspecified launch failure|device-side assert triggered|the launch timed out and was terminated"
+         r"|too many resources requested for launch)",
+         ("illegal memory access", "illegal instruction was", "misaligned address", "unspecified launch failure",
+          "device-side assert triggered", "launch timed out and was", "too many resources requested"),
+         raw="illegal memory access|illegal instruction was|misaligned address|unspecified launch failure"
+             "|device-side assert triggered|launch timed out and was|too many resources requested"),
+    # wandb.init / wandb.login refusing a run with no API key and no terminal to ask on (wandb's UsageError, also
+    # logged as `wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])`): the script stops
+    Term(r"\bapi_key not configured \(no-tty\)", ("api_key not configured",), raw="api_key not configured"),
+    # the kubelet's status for an exec'd command that failed (`command terminated with non-zero exit code: Error
+    # executing in Docker Container: 137`); CI container hooks and hyperfine say it too
+    Term(r"(?i:\bcommand terminated with non-zero exit code\b)", ("command terminated with non-zero",),
+         raw="(?i:command terminated with non-zero)"),
+    # a NaN gradient norm where no loss scaler can skip the step: Megatron's iteration line at loss scale 1.0
+    # (bf16 / fp32: `loss scale: 1.0 | grad norm: nan |`; fp16's skipped steps print no grad norm)
+    Term(r"\bloss scale: 1\.0 \| grad norm: nan\b", ("grad norm: nan",), raw="grad norm: nan"),
     # A logger's ERROR / CRITICAL record with no exception line (`ERROR:root:`, `[ERROR] [launch.py:..]`,
     # `[ERROR|trainer.py:12]`, `name - ERROR - `, vLLM's); pip's bare `ERROR: ` note is harmless
     Term(r"^(?:ERROR|CRITICAL):[\w.]{0,200}:|^\[(?:ERROR|CRITICAL)(?:\]\s|\|[\w.-]{1,200}:\d{1,6}\])"

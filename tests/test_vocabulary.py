@@ -259,6 +259,23 @@ _SIGNAL_DEATHS = [
     "deepspeed : The term 'deepspeed' is not recognized as the name of a cmdlet, function, script file, or operable program.",
     "exec /opt/conda/bin/python: exec format error",
     "./train.sh: line 12: syntax error near unexpected token `fi'",
+    # the CUDA runtime's kernel-failure strings without `CUDA error:` (quoted from a report, a user macro's)
+    '"an illegal memory access was encountered"',
+    "GPUassert: an illegal memory access was encountered src/kernel.cu 1105",
+    "unspecified launch failure in ./cuda/ops.cu at line 88",
+    "Kernel launch failed: too many resources requested for launch",
+    "device-side assert triggered",
+    # wandb refusing to start without an API key, as logged, as raised, retyped
+    "wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])",
+    "wandb.errors.UsageError: api_key not configured (no-tty).  Run wandb login",
+    "wandb.errors.error.Usage Error:api_key not configured (no-tty). Run wandb login",
+    # the kubelet's exec status, and a CI container hook quoting it
+    "command terminated with non-zero exit code: Error executing in Docker Container: 137",
+    "##[error]Error: failed to run script step: Error: command terminated with non-zero exit code: "
+    "command terminated with exit code 1",
+    # a NaN gradient norm nothing can skip: Megatron at loss scale 1.0 (bf16 / fp32)
+    " iteration     5427/  250000 | consumed samples:        43416 | learning rate: 2.999E-04 | global batch size:     8 "
+    "| loss scale: 1.0 | grad norm: nan | number of skipped iterations:   0 |",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -328,6 +345,17 @@ _HEALTHY = [
     "ERROR 404 pages served: 0",
     "Expecting value of lr to be set by the scheduler",
     "[WARNING] No module named 'triton', the sparse ops are off",
+    # the same words where nothing failed: docs and flags about device asserts, an allocator's warning, a wandb
+    # run logged in, an exec that succeeded, fp16's skipped step (a finite loss beside a NaN norm), finite norms
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    "[warn] memory_pool.hpp:371  [MEM] cudaMalloc failed: an illegal memory access was encountered, trimming...",
+    "UBSan found no misaligned address loads in this build",
+    "wandb: Currently logged in as: someone. Use `wandb login --relogin` to force relogin",
+    "command terminated with exit code 0",
+    "{'loss': 2.3104, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}",
+    "{'loss': 0.0123, 'grad_norm': 0.41, 'learning_rate': 2e-05, 'epoch': 3.0}",
+    " iteration      300/   10000 | lm loss: 6.112233E+00 | loss scale: 1.0 | grad norm: 1.234 |",
+    " iteration      300/   10000 | lm loss: 6.112233E+00 | loss scale: 65536.0 | grad norm: nan |",
 ]
 
 
