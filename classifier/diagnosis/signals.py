@@ -10,8 +10,9 @@ from functools import lru_cache
 
 from classifier.precompiled import re_compile
 from classifier.diagnosis.literals import bits
-from classifier.vocabulary import (ECHO, EXCEPTION_LINE, MARKER_HINT, PROGRESS, ROOT_CAUSE,
-                                  ROOT_FIELD, ROOT_FIELD_LINES, RUN_END)
+from classifier.diagnosis.runstate import PROGRESS, RUN_END
+from classifier.vocabulary import (ECHO, EXCEPTION_LINE, MARKER_HINT, ROOT_CAUSE, ROOT_FIELD,
+                                  ROOT_FIELD_LINES)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ bare `AssertionError`, is still diagnosed by its frames (and says so in its fact
 
 
 from classifier.precompiled import re_compile
-from classifier.vocabulary import PROGRESS
+from classifier.diagnosis.runstate import PROGRESS
 from classifier.diagnosis.match import Hit
 from classifier.diagnosis.raisesite import source_hits
 from classifier.diagnosis.traceback import TracebackCollector

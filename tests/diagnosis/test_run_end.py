@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from classifier.diagnosis.diagnose import diagnose_job
-from classifier.vocabulary import PROGRESS
+from classifier.diagnosis.runstate import PROGRESS
 from conftest import DEMO, ROOT, diagnose_json, run_dsdiag
 
 HEALTHY = ROOT / "corpus" / "none"
