@@ -17,6 +17,8 @@ def _category(tmp_path, text):
     '"No space left on device"\n',
     "'No space left on device'\n",
     '\n"No space left on device".\n',
+    # a single space before the quote, as a reporter's sentence left it
+    ' "No space left on device"\n',
 ])
 def test_lone_quoted_message_is_read(tmp_path, text):
     assert _category(tmp_path, text) == "disk_full"
@@ -27,6 +29,7 @@ def test_lone_quoted_message_is_read(tmp_path, text):
     'raise OSError(\n    "No space left on device"\n)\n',
     # a lone string indented as a source line is code
     '                "No space left on device"\n',
+    '\t"No space left on device"\n',
     # a quoted line among other output stays as before
     'Saving checkpoint\n"No space left on device"\n',
 ])
