@@ -88,3 +88,11 @@ def healthy_lines(count, ranks=16, seed=0, tricky=True):
                    f"{rng.choice(['True', 'False', '1.0'])}")
         else:
             yield f"{{'loss': {2.5 - i / 1e5:.4f}, 'grad_norm': 0.41, 'learning_rate': 2e-05, 'epoch': 0.{i % 100:02d}}}"
+
+
+def diagnose_behind_noise(tmp_path, lines, noise=0):
+    """Diagnose `lines` written to a log behind `noise` healthy lines (the prefilter's path when many)."""
+    from classifier.diagnosis.diagnose import diagnose_job
+    path = tmp_path / "job.log"
+    path.write_text("\n".join(list(healthy_lines(noise)) + lines) + "\n")
+    return diagnose_job([str(path)])

@@ -2,20 +2,13 @@
 torchelastic reported the first one's failure); the same line after the hit does not, in a short
 paste and behind 20,000 healthy lines (where the prefilter picks the lines the rule reads)."""
 
-from classifier.diagnosis.diagnose import diagnose_job
-from noise import healthy_lines
+from noise import diagnose_behind_noise as _diagnose
 
 AGENT = ('E1205 15:02:42.779000 7656 torch/distributed/elastic/multiprocessing/api.py:1002] '
          'failed (exitcode: 1) local_rank: 1 (pid: 7771) of binary: /usr/bin/python3')
 CONNECT = ('RuntimeError: Gloo connectFullMesh failed with [/__w/pytorch/pytorch/third_party/gloo/'
            'gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection refused, '
            'remote=[127.0.0.1]:6057')
-
-
-def _diagnose(tmp_path, lines, noise=0):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(list(healthy_lines(noise)) + lines) + "\n")
-    return diagnose_job([str(path)])
 
 
 def test_agent_report_after_the_connect_failure_keeps_it(tmp_path):

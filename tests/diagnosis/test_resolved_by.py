@@ -2,8 +2,7 @@
 the rule names says the wait ended (the store-based barrier completed), in a short paste and
 behind 20,000 healthy lines."""
 
-from classifier.diagnosis.diagnose import diagnose_job
-from noise import healthy_lines
+from noise import diagnose_behind_noise as _diagnose
 
 RULE = "connection_failure.store_barrier_waiting"
 
@@ -17,12 +16,6 @@ def _wait(key=1):
 def _done(key=1):
     return (f"INFO:torch.distributed.distributed_c10d:Rank 0: Completed store-based barrier for "
             f"key:store_based_barrier_key:{key} with 6 nodes.")
-
-
-def _diagnose(tmp_path, lines, noise=0):
-    path = tmp_path / "job.log"
-    path.write_text("\n".join(list(healthy_lines(noise)) + lines) + "\n")
-    return diagnose_job([str(path)])
 
 
 def test_wait_where_the_log_ends_is_the_hang(tmp_path):
