@@ -305,6 +305,8 @@ def _symptom_overruled(winner, hits, signals, unexplained):
     too (c10d's connect retries at start-up): they explain nothing in a job that went on
     without failing — unless they are where the log ends (the job hung there) and no later
     `resolved_by` line says the wait ended — and give way to an unexplained exception.
+    A symptom of priority 0 or more gives way only where its `resolved_by` says the run got
+    past it (`_got_past`).
     """
     if unexplained is not None and line_order(unexplained) < line_order(winner.first):
         return True
@@ -312,12 +314,23 @@ def _symptom_overruled(winner, hits, signals, unexplained):
             _failed_before(winner, hits, signals.first_marker):
         return True
     if winner.rule.priority >= 0:
-        return False
+        return _got_past(winner, hits, signals)
     if not signals.failed:
         same = [h for h in hits if h.rule is winner.rule]
         return not any(signals.messages_after(h.lines[-1]) <= TAIL_LINES and
                        not signals.said_after(h.lines[-1], winner.rule.resolved_by) for h in same)
     return unexplained is not None
+
+
+def _got_past(winner, hits, signals) -> bool:
+    """Is a symptom of priority 0 or more a moment the run got past? Its rule read it once, in
+    a job that shows no failure, its category has no other hit, and a later line its rule's
+    `resolved_by` names says the run went on (one logging window with a NaN loss, finite losses
+    in the windows after it: the step was skipped, the run did not diverge)."""
+    if not winner.rule.resolved_by or signals.failed:
+        return False
+    same = [h for h in hits if h.rule.category == winner.rule.category]
+    return len(same) == 1 and signals.said_after(same[0].lines[-1], winner.rule.resolved_by)
 
 
 def _failed_before(winner, hits, marker) -> bool:
