@@ -259,8 +259,9 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
     cut = len(prefix) if prefix else 0
     body = [t[cut:] if prefix and t.startswith(prefix) else t for t in texts]
     width = wrap_width(body)
+    # A viewer's cut falls at a column of the whole line, learned label included.
+    column = cut_width(texts) if width is None and cut_lines is not None else None
     if prefix is None and width is None:
-        column = cut_width(texts) if cut_lines is not None else None
         if column is not None:
             yield from _marked(itertools.chain(head, it), column, cut_lines)
             return
@@ -282,7 +283,8 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
     # and in order, as the matcher (match.py), which reads a gap as lines the prefilter
     # skipped, expects.
     pieces = []
-    for raw in itertools.chain(head, it):
+    lines = itertools.chain(head, it)
+    for raw in (_marked(lines, column, cut_lines) if column is not None else lines):
         line = fixed(raw)
         if pieces:
             # A piece at the column may be a whole line that fills it: a next line that starts
