@@ -201,6 +201,10 @@ class TracebackCollector:
             opening = self._opening.get((line.source, line.rank))
             if opening is None or opening.msg.strip() != msg:
                 self._opening.pop((line.source, line.rank), None)
+        if not msg:
+            # A blank says nothing: not the end of a frame head a terminal wrapped (paste.py
+            # leaves the numbers of a rejoined line's pieces blank) nor of a double-spaced paste.
+            return
         # Literal tests first: every line comes here and few are part of a traceback. They read
         # the gist, the message with long runs of one character squeezed (normalize.gist).
         gist, lits = line.gist, line.lits
