@@ -330,8 +330,10 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     # Drain: the last lines have no lookahead left. A paste that is one quoted message and
     # nothing else (`"No space left on device"`, a reporter quoting what the tool printed) is
     # that message: a source line's string has code around it, or is indented as code (a single
-    # space before the quote is the reporter's prose spacing, not an indent).
-    lone = (count == 1 and buf[0].lineno <= 3 and not buf[0].text.startswith(("  ", "\t"))
+    # space before the quote is the reporter's prose spacing, not an indent). Two ranks' copies
+    # of it, one under the other, are still that one message.
+    lone = (count <= 2 and buf[0].lineno <= 3 and all(line.msg == buf[0].msg for line in buf)
+            and not buf[0].text.startswith(("  ", "\t"))
             and _LONE_QUOTED.fullmatch(buf[0].msg) is not None)
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
         yield from process(i, lone) or (_cut(buf, i, cut, index, seen, budget) if cut else ())

@@ -138,8 +138,11 @@ def wrap_width(texts: list[str]) -> int | None:
     # a spike at the column: more lines end exactly there than at the 8 columns before it
     # together, per column, many times over (a wrapped line's last piece, after a piece at
     # the column, is no line of its own)
-    near = len({t for t, before in zip(texts, [""] + texts)
-                if width - 8 <= len(t) < width and len(before) != width and not _box_row(t)})
+    # (a ruler, and a table's rows as wide as its column ruler, are laid out, not wrapped)
+    close = {t for t, before in zip(texts, [""] + texts)
+             if width - 8 <= len(t) < width and len(before) != width and not _box_row(t)}
+    ruled = {len(t) for t in close if _column_ruler(t)}
+    near = len({t for t in close if len(t) not in ruled and not _ruler(t.strip())})
     if len(at) >= MIN_WRAPPED and len(at) > near / 4:
         return width
     # Too few lines to tell by counting (a short paste, one message wrapped): a terminal's
@@ -167,12 +170,14 @@ def _broken_in_word(text: str, after: str) -> bool:
     # so is `compile` then `PyTorch` (a lower-case letter never wraps into a capital)
     inside = (a.isalpha() and b.isalpha() and not (a.islower() and b.isupper())) or \
         (a.isdigit() and b.isdigit()) or (a == "_" and b.isalnum()) or (b == "_" and a.isalnum()) \
-        or _joiner(text, b) or (a.isalnum() and b in _CLOSES) or a + b in _OPERATORS
+        or _joiner(text, b) or (a.isalnum() and b in _CLOSES) or a + b in _OPERATORS \
+        or _before_joiner(text, after) or _in_quotes(text, after) \
+        or (b == ">" and a.isalnum() and text.rfind("<") > text.rfind(">"))  # `<module` + `>`
     # A terminal breaks a sentence at its column, blank included: one blank, then a word that
     # goes on with it (`is not` + ` equal`, `failed to ` + `connect`), which neither an
     # indented line (two blanks or more) nor a new message (none, or a capital) starts with.
     at_blank = (b == " " and after[1:2].isalnum() and not a.isspace()) or \
-        (a == " " and not text[-2:-1].isspace() and b.isalnum() and not b.isupper())
+        (a == " " and not text[-2:-1].isspace() and (b.isalnum() or b == "_") and not b.isupper())
     # A frame head that fills the column may be whole: its source line follows, indented.
     return (inside or at_blank) and _wrapped_at_end(text, after) and \
         not (_FRAME_END.search(text) and b.isspace())
@@ -185,6 +190,23 @@ def _joiner(text: str, b: str) -> bool:
     a = text[-1:]
     return a in "./=" and text[-2:-1].isalnum() and (b.isalnum() or b == "_") and \
         not (a == "." and b.isupper())  # `... done.` + `Loading`: a sentence, then the next
+
+
+def _before_joiner(text: str, after: str) -> bool:
+    """A break just before a dot or hyphen inside a token (`127` + `.0.0.1`, `device_context` +
+    `.cc:219]`, `nvcc` + `.exe`, `kernel-jxosi` + `-worker-0`): a line of its own seldom opens
+    on one glued to a word, while a list's `- item` has a blank after it."""
+    return text[-1:].isalnum() and after[:1] in ".-" and after[1:2].isalnum()
+
+
+def _in_quotes(text: str, after: str) -> bool:
+    """A break just inside a quoted name: after its opening quote (`(<class '` + `apex.optim`),
+    or before its closing one (`grpo_trainer.py` + `", line 320,`, `nf4` + `'.`). A line that
+    ends on a closing quote, or one that opens on a JSON key's quote, is whole."""
+    a, b = text[-1:], after[:1]
+    if a in "\"'" and b.isalnum():
+        return not text[-2:-1].isalnum() and text[-2:-1] not in "\"'"
+    return a.isalnum() and b in "\"'" and after[1:2] in ("", ",", ".", ")", "]", ":", ";", " ")
 
 
 def learned_prefix(texts: list[str], known: Callable[[str], bool]) -> str | None:
@@ -259,8 +281,9 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
     cut = len(prefix) if prefix else 0
     body = [t[cut:] if prefix and t.startswith(prefix) else t for t in texts]
     width = wrap_width(body)
+    # A viewer's cut falls at a column of the whole line, learned label included.
+    column = cut_width(texts) if width is None and cut_lines is not None else None
     if prefix is None and width is None:
-        column = cut_width(texts) if cut_lines is not None else None
         if column is not None:
             yield from _marked(itertools.chain(head, it), column, cut_lines)
             return
@@ -282,7 +305,8 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
     # and in order, as the matcher (match.py), which reads a gap as lines the prefilter
     # skipped, expects.
     pieces = []
-    for raw in itertools.chain(head, it):
+    lines = itertools.chain(head, it)
+    for raw in (_marked(lines, column, cut_lines) if column is not None else lines):
         line = fixed(raw)
         if pieces:
             # A piece at the column may be a whole line that fills it: a next line that starts
@@ -290,7 +314,10 @@ def repaired(raw_lines: Iterable["RawLine"], known: Callable[[str], bool],
             # label) is a line of its own.
             if line.lineno == pieces[-1].lineno + 1 and sum(len(p.text) for p in pieces) < MAX_JOINED \
                     and not _same_start(pieces[0].text, line.text) \
-                    and not (known(line.text) and known(pieces[0].text)):
+                    and not (known(line.text) and known(pieces[0].text)) \
+                    and not (line.text[:1].isspace() and _FRAME_END.search(pieces[-1].text)):
+                # (a frame head whose last piece fills the column is whole: its code line,
+                # indented, comes next)
                 pieces.append(line)
                 if len(line.text) == width:
                     continue

@@ -73,6 +73,17 @@ _LONE_RAISE = re_compile(r"""^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(\s*|assert\s.
                          r"""(?:[rRfFbBuU]{1,2})?["']""")
 
 
+def _indented(text: str, msg: str) -> bool:
+    """Whether `msg` stands indented in its line `text`, behind whatever labels a launcher,
+    logger or paste put in front (`[rank3]:`, `host-3: `, a timestamp and level, `> `, a JSON
+    record's `{"log": "`): the labels' own separator is one blank, an indent two or a tab."""
+    at = text.find(msg[:6])
+    if at < 0:
+        return text[:1] in (" ", "\t")
+    head = text[:at]
+    return head[-2:] == "  " or head[-1:] == "\t" or (head != "" and head.isspace())
+
+
 class Frame:
     """One frame: where (file with forward slashes, function, line) and its source line."""
 
@@ -182,10 +193,18 @@ class TracebackCollector:
         state = self._open.get((line.source, line.rank))
         if state is None:  # not setdefault: that builds an _Open for every line
             state = self._open[(line.source, line.rank)] = _Open()
-            if line.lineno == 1 and line.text[:1] in "ra" and _LONE_RAISE.match(msg) and not JOINED.match(msg):
+            if line.lineno == 1 and msg[:1] in "ra" and _LONE_RAISE.match(msg) and not JOINED.match(msg) \
+                    and not _indented(line.text, msg):
                 self._opening[(line.source, line.rank)] = line
         elif self._opening and msg:
-            self._opening.pop((line.source, line.rank), None)
+            # a second rank's copy of the statement, written under the first, leaves it alone
+            opening = self._opening.get((line.source, line.rank))
+            if opening is None or opening.msg.strip() != msg:
+                self._opening.pop((line.source, line.rank), None)
+        if not msg:
+            # A blank says nothing: not the end of a frame head a terminal wrapped (paste.py
+            # leaves the numbers of a rejoined line's pieces blank) nor of a double-spaced paste.
+            return
         # Literal tests first: every line comes here and few are part of a traceback. They read
         # the gist, the message with long runs of one character squeezed (normalize.gist).
         gist, lits = line.gist, line.lits

@@ -63,3 +63,21 @@ def test_a_cut_message_is_held_off_by_what_holds_the_whole_one_off(cut, tmp_path
     for form in (HEARTBEAT, cut(HEARTBEAT)):
         log.write_text(form)
         assert diagnose_job([str(log)])["category"] != "connection_failure"
+
+
+# The same viewer's cut behind a label a collector put in front of every line (learned by
+# paste.learned_prefix, not one the peeler reads): the column counts from the line's start.
+STAMPED = """Wed Jul 19 10:40:45 2017[1,56]<stderr>:F0719 10:40:45.100778 26612 LightNetwork.cpp:397] Check failed: error >= 0 ERROR connecting to 10.87.137.19: Connection refused [111]
+Wed Jul 19 10:40:45 2017[1,56]<stderr>:*** Check failure stack trace: ***
+Wed Jul 19 10:40:45 2017[1,56]<stderr>:    @           0x91316d  google::LogMessage::Fail()
+Wed Jul 19 10:40:45 2017[1,56]<stderr>:    @           0x916c1c  google::LogMessage::SendToLog()
+"""
+
+
+def test_a_viewer_cut_behind_a_learned_label(tmp_path):
+    log = tmp_path / "paste.log"
+    for form in (STAMPED, _viewer(STAMPED)):
+        log.write_text(form)
+        assert diagnose_job([str(log)])["category"] == "connection_failure"
+    log.write_text(_viewer(STAMPED, 140))  # cut before the reason: nothing says why
+    assert diagnose_job([str(log)])["category"] != "connection_failure"

@@ -19,6 +19,8 @@ def _category(tmp_path, text):
     '\n"No space left on device".\n',
     # a single space before the quote, as a reporter's sentence left it
     ' "No space left on device"\n',
+    # two ranks' copies of it, one under the other
+    '"No space left on device"\n"No space left on device"\n',
 ])
 def test_lone_quoted_message_is_read(tmp_path, text):
     assert _category(tmp_path, text) == "disk_full"
@@ -32,6 +34,7 @@ def test_lone_quoted_message_is_read(tmp_path, text):
     '\t"No space left on device"\n',
     # a quoted line among other output stays as before
     'Saving checkpoint\n"No space left on device"\n',
+    '"No space left on device"\n"Saving checkpoint"\n',
 ])
 def test_quoted_string_with_lines_around_stays_code(tmp_path, text):
     assert _category(tmp_path, text) != "disk_full"

@@ -409,3 +409,53 @@ def test_a_line_wrapped_inside_an_operator_is_rejoined(tmp_path):
         "enforce fail at CPUAllocator.cpp:56] posix_memalign(&data, gAlignment, nbytes) == 0. "
         "12 vs 0"]))
     assert diagnose_job([str(log)])["category"] == "host_oom"
+
+
+@pytest.mark.parametrize("pieces", [
+    # before a dot or a hyphen glued to a token: an address, a file's extension, a pod's name
+    _broken_after("F0609 LightNetwork.cpp:379] Check failed: ERROR connecting to 127.0.0.1: "
+                  "Connection refused [111]", "ERROR connecting to 127"),
+    _broken_after("F0609 device_context.cc:219] cuda error 2: out of memory", "device_context"),
+    _broken_after("Error: pod \"notebook-kernel-jxosi-worker-0\" is waiting to start: "
+                  "PodInitializing", "notebook-kernel-jxosi"),
+    # just inside a quoted name: after its opening quote, before its closing one
+    _broken_after("ValueError: Unsupported optimizer (<class 'apex.optimizers.fused_adam.FusedAdam'>)",
+                  "(<class '"),
+    _broken_after('File "/opt/venv/lib/python3.10/site-packages/trl/trainer/grpo_trainer.py", '
+                  "line 320, in __init__", "grpo_trainer.py"),
+    # before the `>` that closes a `<module`
+    _broken_after('File "/opt/venv/lib/python3.10/site-packages/pydevd.py", line 1, in <module>',
+                  "<module"),
+])
+def test_a_short_paste_wrapped_at_a_token_edge_is_joined(pieces):
+    assert len(pieces[0]) == 80
+    text = "\n".join(["Loading extension module cpu_adam...", *pieces, "done"])
+    assert wrap_width(text.split("\n")) == 80
+    assert (2, "".join(pieces)) in _msgs(text)
+
+
+@pytest.mark.parametrize("lines", [
+    # a list item, a JSON key, a word after a closing quote: lines of their own
+    ["Installed packages for the run: deepspeed torch transformers accelerate".ljust(80, "x"),
+     "- torch 2.1.0"],
+    ["Writing the merged config to /scratch/run/ds_config.json with fields".ljust(80, "x"),
+     '"train_batch_size": 32,'],
+    ["KeyError: 'LOCAL_RANK' raised while reading the environment of".ljust(79, "x") + "'",
+     "During handling of the above exception, another exception occurred:"],
+])
+def test_a_line_before_its_own_next_line_at_a_token_edge_is_not_a_wrap(lines):
+    assert len(lines[0]) == 80
+    assert wrap_width(lines + ["done"]) is None
+
+
+def test_a_wrap_beside_a_table_laid_out_to_its_ruler_is_joined():
+    # sacct's rows, as wide as their column ruler and a few columns short of the terminal,
+    # are no whole lines ending near the column: the one wrapped line still says its width
+    step = ("[2026-04-29T23:36:37.809] error: *** STEP 52222788.0 ON nid002888 CANCELLED AT 2026-04-29T23:36:37"
+            " DUE TO TASK FAILURE ***")
+    rule = "------------ ---------- ---------- ---------- ---------- ---------- -------- "
+    rows = [f"52222788.{i:<3}  batch{i:<5}       resv     desi_g        128  COMPLETED      0:0 "[:len(rule)]
+            for i in range(4)]
+    lines = [step[:80], step[80:], "JobID           JobName  Partition    Account  AllocCPUS      State ExitCode ",
+             rule, *rows]
+    assert wrap_width(lines) == 80

@@ -100,10 +100,36 @@ def test_a_raising_statement_gives_its_message(tmp_path, text):
     assert "raise_statement" in result["facts"]
 
 
+# The same whole-paste statement behind the labels a launcher, logger or paste puts in front of
+# every line (a rank's, a host's, a timestamp and level, a markdown quote, a container runtime's
+# JSON record), and two ranks' copies of it one under the other: still the statement alone.
+@pytest.mark.parametrize("text", [
+    '[rank3]:raise ValueError("Attempting to unscale FP16 gradients.")\n',
+    '[rank3]: raise ValueError("Attempting to unscale FP16 gradients.")\n',
+    'host-3: raise ValueError("Type fp16 is not supported.")\n',
+    '2024-01-01T12:00:00.123Z INFO raise ValueError("Type fp16 is not supported.")\n',
+    '2024-01-01 12:00:00 | INFO | raise ValueError("Type fp16 is not supported.")\n',
+    '> raise ValueError("Attempting to unscale FP16 gradients.").\n',
+    '{"log": "raise ValueError(\\"Type fp16 is not supported.\\")\\n", "stream": "stderr"}\n',
+    'raise ValueError("Type fp16 is not supported.")\nraise ValueError("Type fp16 is not supported.")\n',
+    "> assert not (self.bfloat16_enabled and (self.zero_optimization_stage not in {1, 2, 3})), "
+    "f'bfloat16 mode is only enabled for Zero 1,2,3 currently. got {self.zero_optimization_stage}\n",
+], ids=["rank-label", "rank-label-blank", "host-label", "iso-level", "pipe-level", "md-quote",
+        "docker-json", "two-copies", "md-quote-assert"])
+def test_a_labelled_raising_statement_gives_its_message(tmp_path, text):
+    result = _diagnose(tmp_path, text)
+    assert result["category"] == "precision_conflict"
+    assert "raise_statement" in result["facts"]
+
+
 @pytest.mark.parametrize("text", [
     # indented as a source file or a traceback prints it: code, not the reporter's quote
     '    raise ValueError("Attempting to unscale FP16 gradients.")\n',
     '[rank0]:     raise ValueError("Type fp16 is not supported.")\n',
+    '> \traise ValueError("Type fp16 is not supported.")\n',
+    ' raise ValueError("Type fp16 is not supported.")\n',
+    # a copy that differs is another line after it
+    'raise ValueError("Type fp16 is not supported.")\nraise ValueError("Type bf16 is not supported.")\n',
     # the statement with more after it, or after other lines: quoted code, not the failure
     'raise ValueError("Attempting to unscale FP16 gradients.")\nreturn scaler\n',
     'if not fp16_ok:\n    raise ValueError("Type fp16 is not supported.")\n',

@@ -374,3 +374,45 @@ def test_a_code_line_without_its_exception_right_under_it_makes_no_record():
     assert _records("[INFO] step 3 loss 2.1\nRuntimeError: boom\n") == []
     # each rank's code line goes with its own exception only
     assert _records("[rank0]:     assert a % b == 0\n[rank1]: AssertionError\n") == []
+
+
+# A rich box that a terminal 80 wide wrapped: each row's padded first piece stands alone and its
+# border, `                     │`, comes on the next line. What rejoined pieces and bare borders
+# leave is blank, and a blank never ends a wrapped frame head.
+RICH_BOX = """\
+╭─────────────────────────────── Traceback (most recent call last) ────────────────────────────────╮
+│ /lus/grand/projects/datascience/foremans/locations/thetaGPU/miniconda3/envs/2023-04-26/lib/pytho │
+│ n3.10/site-packages/deepspeed/runtime/engine.py:2032 in _take_model_step                         │
+│                                                                                                  │
+│   2031 │   │   │   │   try:                                                                      │
+│ ❱ 2032 │   │   │   │   │   self.lr_scheduler.step(**(lr_kwargs or {}))                           │
+│   2033 │   │   │   │   except TypeError:                                                         │
+"""
+
+
+def _wrapped(text, width):
+    return "\n".join(line[i:i + width] for line in text.splitlines()
+                     for i in range(0, len(line), width))
+
+
+def test_a_rich_box_a_terminal_wrapped_keeps_its_frames():
+    for form in (RICH_BOX, _wrapped(RICH_BOX, 80)):
+        (r,) = _records(form)
+        assert r.cut and r.frames[-1].where.endswith("deepspeed/runtime/engine.py:_take_model_step")
+        assert r.frames[-1].source == "self.lr_scheduler.step(**(lr_kwargs or {}))"
+
+
+def test_a_blank_line_does_not_end_a_rich_frame_head_the_box_wrapped():
+    (r,) = _records("\n\n".join(RICH_BOX.splitlines()))  # a double-spaced paste
+    assert r.frames[-1].where.endswith("deepspeed/runtime/engine.py:_take_model_step")
+    assert r.frames[-1].source == "self.lr_scheduler.step(**(lr_kwargs or {}))"
+
+
+def test_a_frame_head_whose_last_piece_fills_the_column_keeps_its_code_line():
+    head = ('  File "/home/younes/miniconda3/envs/bt-optimum/lib/python3.9/site-packages/deepspeed/'
+            'runtime/zero/partition_parameters.py", line 22, in <module>')
+    head = head.replace("younes", "younes" + "_" * (160 - len(head)))
+    assert len(head) == 160
+    text = "Traceback (most recent call last):\n" + head + "\n    from .linear import\n"
+    (r,) = _records(_wrapped(text, 80))
+    assert r.frames[-1].func == "<module>" and r.frames[-1].source == "from .linear import"
