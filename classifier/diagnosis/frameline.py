@@ -75,3 +75,25 @@ def frame_parts(msg: str, gist: str | None = None) -> tuple[str, str, int | None
 # message's answer is kept for its next copies. A Frame is built anew each time (its source
 # is filled in later).
 kept_frame = lru_cache(maxsize=4096)(frame_parts)
+
+
+# A raise or assert whose message goes on below (`raise ValueError(` at the arrow) and the context
+# line IPython and rich print with its literal (`1518   "..."`): read when the message was cut.
+_OPEN_RAISE = re_compile(r"^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(|assert\s.{1,2000}?,\s*\()\s*$")
+_CONTEXT_LITERAL = re_compile(r"""^\d{1,7}\s+(?:│\s*)*(?P<src>[rRfFbBuU]{0,2}["'].*)$""")
+# A raise/assert with a literal right under a frame head cut before `line 75, in __init__`: the
+# raising frame, its message lost (the statement alone proves nothing: threads quote code).
+_CUT_FRAME_TAIL = re_compile(r"^line \d{1,7}, in [\w<>.]{1,200}$")
+_LONE_RAISE = re_compile(r"""^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(\s*|assert\s.{1,2000}?,\s*\(?\s*)"""
+                         r"""(?:[rRfFbBuU]{1,2})?["']""")
+
+
+def _indented(text: str, msg: str) -> bool:
+    """Whether `msg` stands indented in its line `text`, behind whatever labels a launcher,
+    logger or paste put in front (`[rank3]:`, `host-3: `, a timestamp and level, `> `, a JSON
+    record's `{"log": "`): the labels' own separator is one blank, an indent two or a tab."""
+    at = text.find(msg[:6])
+    if at < 0:
+        return text[:1] in (" ", "\t")
+    head = text[:at]
+    return head[-2:] == "  " or head[-1:] == "\t" or (head != "" and head.isspace())

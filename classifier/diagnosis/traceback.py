@@ -37,7 +37,8 @@ from classifier.precompiled import re_compile
 from classifier.diagnosis.literals import bits
 from classifier.diagnosis.frameline import (  # noqa: F401  (the frame forms, named here too)
     JOINED, is_statement, _COLAB_FRAME, _CPP_FRAME, _CPP_RAISED, _IPY_FRAME, _PY_FRAME, _PY_FRAME_CUT,
-    _PYTEST_FRAME, _RICH_FRAME, frame_parts as _frame_parts, kept_frame as _kept_frame)
+    _PYTEST_FRAME, _RICH_FRAME, frame_parts as _frame_parts, kept_frame as _kept_frame,
+    _CONTEXT_LITERAL, _CUT_FRAME_TAIL, _LONE_RAISE, _OPEN_RAISE, _indented)
 from classifier.vocabulary import EXCEPTION_LINE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
@@ -58,32 +59,10 @@ _IPY_ARROW = re_compile(r"^-+> ?\d+\s+(?P<src>.+)$")
 # the head's start when rich's box wrapped a long path, and its `❱ LINE │ │ code` source line
 _RICH_PATH_HEAD = re_compile(r"^(?:/|~|[A-Za-z]:\\)(?:[^\s:]{1,1024}|\S{1,1024}?\.py:\d+ in)$")
 _RICH_ARROW = re_compile(r"^❱\s*\d+\s+(?:│\s*)*(?P<src>\S.*)$")
-# A raise or assert whose message goes on below (`raise ValueError(` at the arrow) and the context
-# line IPython and rich print with its literal (`1518   "..."`): read when the message was cut.
-_OPEN_RAISE = re_compile(r"^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(|assert\s.{1,2000}?,\s*\()\s*$")
-_CONTEXT_LITERAL = re_compile(r"""^\d{1,7}\s+(?:│\s*)*(?P<src>[rRfFbBuU]{0,2}["'].*)$""")
 _CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
 _EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})(?::\s?(?P<msg>.*))?$")
 _NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
-# A raise/assert with a literal right under a frame head cut before `line 75, in __init__`: the
-# raising frame, its message lost (the statement alone proves nothing: threads quote code).
-_CUT_FRAME_TAIL = re_compile(r"^line \d{1,7}, in [\w<>.]{1,200}$")
-_LONE_RAISE = re_compile(r"""^(?:raise\s+[A-Za-z_][\w.]{0,200}\s*\(\s*|assert\s.{1,2000}?,\s*\(?\s*)"""
-                         r"""(?:[rRfFbBuU]{1,2})?["']""")
-
-
-def _indented(text: str, msg: str) -> bool:
-    """Whether `msg` stands indented in its line `text`, behind whatever labels a launcher,
-    logger or paste put in front (`[rank3]:`, `host-3: `, a timestamp and level, `> `, a JSON
-    record's `{"log": "`): the labels' own separator is one blank, an indent two or a tab."""
-    at = text.find(msg[:6])
-    if at < 0:
-        return text[:1] in (" ", "\t")
-    head = text[:at]
-    return head[-2:] == "  " or head[-1:] == "\t" or (head != "" and head.isspace())
-
-
 class Frame:
     """One frame: where (file with forward slashes, function, line) and its source line."""
 

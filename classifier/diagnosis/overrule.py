@@ -1,0 +1,63 @@
+"""When a rule's winning hit gives way: to an exception no rule explains, or to `none`.
+
+Symptoms are echoes of a cause elsewhere, and some lines healthy runs print too; these checks
+decide, from the failure signals and the other hits, whether the winner still stands.
+"""
+
+from classifier import taxonomy
+from classifier.diagnosis.rootcause import line_order
+from classifier.diagnosis.structure import respawned
+
+TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
+
+
+def first_unexplained_exception(hits, signals, records=()):
+    """The earliest real exception line that no rule hit covers (nor a spawn parent's re-raise), or None."""
+    covered = {(line.source, line.lineno) for hit in hits for line in hit.lines} | respawned(records)
+    free = [line for line in signals.exceptions if (line.source, line.lineno) not in covered]
+    return min(free, key=line_order) if free else None
+
+
+def symptom_overruled(winner, hits, signals, unexplained):
+    """Does the winning symptom give way to `none` or to an exception no rule explains?
+
+    Symptoms are echoes: a rank that died of an exception no rule knows leaves its peers with
+    connection resets and watchdog timeouts, so an unexplained exception that came first is
+    the better answer (`unknown`). Weak symptoms (priority < 0) are lines healthy jobs print
+    too (c10d's connect retries at start-up): they explain nothing in a job that went on
+    without failing — unless they are where the log ends (the job hung there) and no later
+    `resolved_by` line says the wait ended — and give way to an unexplained exception.
+    A symptom of priority 0 or more gives way only where its `resolved_by` says the run got
+    past it (`_got_past`).
+    """
+    if unexplained is not None and line_order(unexplained) < line_order(winner.first):
+        return True
+    if winner.rule.priority < 0 and winner.rule.category in taxonomy.TERMINAL and \
+            _failed_before(winner, hits, signals.first_marker):
+        return True
+    if winner.rule.priority >= 0:
+        return _got_past(winner, hits, signals)
+    if not signals.failed:
+        same = [h for h in hits if h.rule is winner.rule]
+        return not any(signals.messages_after(h.lines[-1]) <= TAIL_LINES and
+                       not signals.said_after(h.lines[-1], winner.rule.resolved_by) for h in same)
+    return unexplained is not None
+
+
+def _got_past(winner, hits, signals) -> bool:
+    """Is a symptom of priority 0 or more a moment the run got past? Its rule read it once, in
+    a job that shows no failure, its category has no other hit, and a later line its rule's
+    `resolved_by` names says the run went on (one logging window with a NaN loss, finite losses
+    in the windows after it: the step was skipped, the run did not diverge)."""
+    if not winner.rule.resolved_by or signals.failed:
+        return False
+    same = [h for h in hits if h.rule.category == winner.rule.category]
+    return len(same) == 1 and signals.said_after(same[0].lines[-1], winner.rule.resolved_by)
+
+
+def _failed_before(winner, hits, marker) -> bool:
+    """Did a failure line no rule explains (srun: a task launch failed, a task exited) come
+    before a weak end-of-job line? Then the step was torn down after it, not cancelled."""
+    if marker is None or line_order(marker) >= line_order(winner.first):
+        return False
+    return all((marker.source, marker.lineno) not in {(l.source, l.lineno) for l in h.lines} for h in hits)
