@@ -178,6 +178,9 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
 
     winner = pick_root_cause(collector.hits, signals.root_rank)
     unexplained = None
+    if winner is not None and _run_resumed(winner, collector.hits, signals):
+        winner = None  # the requeued job ran again and finished: nothing ended it
+        signals.failed = False
     if winner is not None and winner.rule.role == "symptom":
         unexplained = _first_unexplained_exception(collector.hits, signals, deferred.tracebacks.records)
         if _symptom_overruled(winner, collector.hits, signals, unexplained):
@@ -318,6 +321,20 @@ def _symptom_overruled(winner, hits, signals, unexplained):
         return not any(signals.messages_after(h.lines[-1]) <= TAIL_LINES and
                        not signals.said_after(h.lines[-1], winner.rule.resolved_by) for h in same)
     return unexplained is not None
+
+
+def _run_resumed(winner, hits, signals) -> bool:
+    """Did a job that a terminal symptom says was ended run again and finish after it?
+
+    Slurm writes a requeued job's next attempt into the same output file (`--open-mode=append`,
+    or a requeue by Lightning / submitit), so `CANCELLED ... DUE TO JOB REQUEUE` followed, in
+    its input's last lines, by the run saying it finished (the rule's `resolved_by`) was an
+    interruption the job recovered from. Every hit of the category must be followed so."""
+    rule = winner.rule
+    if rule.category not in taxonomy.TERMINAL or rule.priority < 0 or not rule.resolved_by:
+        return False
+    same = [h for h in hits if h.rule.category == rule.category]
+    return all(signals.said_after(h.lines[-1], rule.resolved_by) for h in same)
 
 
 def _failed_before(winner, hits, marker) -> bool:
