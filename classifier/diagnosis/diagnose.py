@@ -29,7 +29,7 @@ from classifier.sanitize import finish
 from classifier.diagnosis.region import FailureRegion, model_text
 from classifier.diagnosis.signals import FailureSignals
 from classifier.diagnosis.structure import DeferredHits, reader_steps
-from classifier.diagnosis.overrule import first_unexplained_exception, symptom_overruled
+from classifier.diagnosis.overrule import first_unexplained_exception, run_resumed, symptom_overruled
 from classifier.taxonomy import retry_verdict
 from classifier.vocabulary import EXCEPTION_LINE
 
@@ -178,6 +178,9 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
 
     winner = pick_root_cause(collector.hits, signals.root_rank)
     unexplained = None
+    if winner is not None and run_resumed(winner, collector.hits, signals):
+        winner = None  # the requeued job ran again and finished: nothing ended it
+        signals.failed = False
     if winner is not None and winner.rule.role == "symptom":
         unexplained = first_unexplained_exception(collector.hits, signals, deferred.tracebacks.records)
         if symptom_overruled(winner, collector.hits, signals, unexplained):

@@ -61,3 +61,17 @@ def _failed_before(winner, hits, marker) -> bool:
     if marker is None or line_order(marker) >= line_order(winner.first):
         return False
     return all((marker.source, marker.lineno) not in {(l.source, l.lineno) for l in h.lines} for h in hits)
+
+
+def run_resumed(winner, hits, signals) -> bool:
+    """Did a job that a terminal symptom says was ended run again and finish after it?
+
+    Slurm writes a requeued job's next attempt into the same output file (`--open-mode=append`,
+    or a requeue by Lightning / submitit), so `CANCELLED ... DUE TO JOB REQUEUE` followed, in
+    its input's last lines, by the run saying it finished (the rule's `resolved_by`) was an
+    interruption the job recovered from. Every hit of the category must be followed so."""
+    rule = winner.rule
+    if rule.category not in taxonomy.TERMINAL or rule.priority < 0 or not rule.resolved_by:
+        return False
+    same = [h for h in hits if h.rule.category == rule.category]
+    return all(signals.said_after(h.lines[-1], rule.resolved_by) for h in same)
