@@ -273,6 +273,15 @@ _SIGNAL_DEATHS = [
     "command terminated with non-zero exit code: Error executing in Docker Container: 137",
     "##[error]Error: failed to run script step: Error: command terminated with non-zero exit code: "
     "command terminated with exit code 1",
+    # TensorFlow's placer refusing an op on a GPU it has no kernel for: bare (a title), behind its
+    # InvalidArgumentError, TF 1.x's node wording, cut before the reason
+    "Could not satisfy explicit device specification '/device:GPU:0' because no supported kernel for GPU devices is available",
+    "tensorflow.python.framework.errors_impl.InvalidArgumentError: Cannot assign a device for operation "
+    "ReadVariableOp: Could not satisfy explicit device specification '/device:GPU:0' because no supported kernel "
+    "for GPU devices is available.",
+    "Cannot assign a device to node 'save/RestoreV2': Could not satisfy explicit device specification '/device:GPU:0' "
+    "because no supported kernel for GPU devices is available.",
+    "Cannot assign a device for operation 'Adam/update_conv1/kernel/ResourceApplyAdam': Could not satisfy explicit dev",
     # a NaN gradient norm nothing can skip: Megatron at loss scale 1.0 (bf16 / fp32)
     " iteration     5427/  250000 | consumed samples:        43416 | learning rate: 2.999E-04 | global batch size:     8 "
     "| loss scale: 1.0 | grad norm: nan | number of skipped iterations:   0 |",
@@ -348,6 +357,9 @@ _HEALTHY = [
     # the same words where nothing failed: docs and flags about device asserts, an allocator's warning, a wandb
     # run logged in, an exec that succeeded, fp16's skipped step (a finite loss beside a NaN norm), finite norms
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    # the placer's message as quoted source, and soft placement that settles it quietly
+    "\"Could not satisfy explicit device specification '\", node->requested_device(),",
+    "config = tf.ConfigProto(allow_soft_placement=True)  # ops that cannot be placed on the GPU fall back",
     "[warn] memory_pool.hpp:371  [MEM] cudaMalloc failed: an illegal memory access was encountered, trimming...",
     "UBSan found no misaligned address loads in this build",
     "wandb: Currently logged in as: someone. Use `wandb login --relogin` to force relogin",

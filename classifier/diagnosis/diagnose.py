@@ -359,5 +359,7 @@ def _no_rule_result(signals, unexplained=None, records=()):
         "category": taxonomy.NONE, "layer": None, "title": "No failure found in the log",
         "source": "none", "rule": None,
         "confidence": confidence_levels.DOUBTFUL_NONE if signals.failed else confidence_levels.HEALTHY,
-        "evidence": [], "facts": {}, "remediation": [], "secondary": [],
+        # an exception Python reported as ignored (a `__del__` at shutdown) is shown, not counted
+        "evidence": _evidence_json([signals.ignored_header]) if signals.ignored_header and not signals.failed else [],
+        "facts": {}, "remediation": [], "secondary": [],
     }

@@ -35,6 +35,15 @@ def _matches(patterns, msg):
 
 
 SUCCESS, EXCEPTION, ECHOED, MARKER, AFTERMATH = 1, 2, 3, 4, 5
+# CPython's hook for an exception it cannot raise (a `__del__`, an atexit callback, a generator
+# being finalised, a ctypes callback) prints `Exception ignored in: <obj>` (3.8+: also `...
+# ignored in atexit callback`, `... ignored while ...`, `... ignored on ...`), then the traceback
+# and the exception, and the program goes on: the torch 0.4 DataLoader's `__del__` reporting a
+# worker's reset socket while it shuts down is the common one. Those lines are no failure.
+IGNORED_HEADER = re_compile(r"^Exception ignored (?:in|on|while)\b")
+_B_IGNORED = bits("Exception ignored")
+IGNORED_SPAN = 200  # lines a header covers at most (a traceback cut before its exception)
+_CHAINING = re_compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
 # The literals each test below needs (literals.py): a line whose mask lacks them is not asked.
 _MARKER_LITERALS, _MARKER_PATTERNS = MARKER_HINT.gate_parts()
 _B_MARKER = bits(*_MARKER_LITERALS, caseless=True) | bits(*_MARKER_PATTERNS, caseless=True, regex=True)
@@ -86,6 +95,11 @@ class FailureSignals:
         self._tails = {}               # source -> its last END_LINES messages
         self._tail_linenos = {}        # source -> their line numbers
         self.bf16_run = False          # the run says it trains in bf16
+        self._ignored = {}             # (source, rank) -> [header lineno, traceback seen] of an
+                                       # `Exception ignored in` block still open
+        self._ignored_end = {}         # (source, rank) -> lineno of the last block's exception
+        self.ignored_header = None     # the first `Exception ignored in` line: what a healthy
+                                       # answer shows, so the reader sees why it was not counted
 
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
@@ -117,9 +131,16 @@ class FailureSignals:
             self.failed = True
             self._last_failure[line.source] = line.lineno
             return
+        if lits & _B_IGNORED and IGNORED_HEADER.match(msg):
+            self._ignored[(line.source, line.rank)] = [line.lineno, False]
+            if self.ignored_header is None:
+                self.ignored_header = line
+            return
         bare = not lits & _B_MARKER
         kind = _KEPT_KIND(msg, gist, bare) if len(msg) < 512 else _line_kind(msg, gist, bare)
         if not kind:
+            return
+        if (self._ignored or self._ignored_end) and self._in_ignored_block(line, kind):
             return
         if kind == SUCCESS:
             self._last_success[line.source] = line.lineno
@@ -138,6 +159,33 @@ class FailureSignals:
             self.last_marker = line
             if self.first_marker is None:
                 self.first_marker = line
+
+    def _in_ignored_block(self, line: "Line", kind: int) -> bool:
+        """Is this failure line part of an `Exception ignored in` block (its traceback, its
+        exception, a chained one)? The block ends with its exception line, or where a second
+        traceback starts without a chaining line."""
+        key = (line.source, line.rank)
+        block = self._ignored.get(key)
+        if block is None:
+            end = self._ignored_end.pop(key, None)
+            if end is not None and kind == MARKER and _CHAINING.match(line.msg):
+                self._ignored[key] = [line.lineno, False]
+                return True
+            return False
+        if line.lineno - block[0] > IGNORED_SPAN:
+            del self._ignored[key]
+            return False
+        if kind in (EXCEPTION, ECHOED):
+            del self._ignored[key]
+            self._ignored_end[key] = line.lineno
+            return True
+        if kind == MARKER and line.msg.startswith("Traceback (most recent call last)"):
+            if block[1]:                # a second traceback: a failure of its own
+                del self._ignored[key]
+                return False
+            block[1] = True
+            return True
+        return kind == MARKER
 
     def messages_after(self, line: "Line") -> int:
         """How many non-empty lines of its input come after `line` (END_LINES at most)."""
