@@ -337,11 +337,8 @@ EVIDENCE_TERMS = (
     Term(  # a JVM stack trace's frames cut from their exception (Spark, Hadoop, a Java tokenizer)
          r"^\s*at [\w$]+(?:[./][\w$<>-]+)+\([\w$]+\.(?:java|scala|kt):\d{1,7}\)", (".java:", ".scala:", ".kt:"),
          raw=r"\.(?:java|scala|kt):[0-9]"),
-    # TensorFlow's placer refusing an op pinned to a device (placer.cc / colocation_graph.cc), pasted
-    # without its InvalidArgumentError: `Could not satisfy explicit device specification '/device:GPU:0'
-    # because no supported kernel for GPU devices is available` (the GPU is there, the op has no kernel
-    # for it); not the C++ source's quoted string
-    Term(r"(?<![\"'])(?:Could not satisfy explicit device specification '|Cannot assign a device (?:for operation|to node) )",
+    Term(  # TF's placer refusing a pinned op, without its InvalidArgumentError; not the C++ source's string
+         r"(?<![\"'])(?:Could not satisfy explicit device specification '|Cannot assign a device (?:for operation|to node) )",
          ("could not satisfy explicit device", "cannot assign a device"), raw="Could not satisfy explicit device|Cannot assign a device"),
     # an exception a logger or a message names after its own words (`Training failed: KeyError:
     # 'x'`), not in a warning and not a code line's `except ValueError: pass`
