@@ -280,6 +280,14 @@ def _broken_after(whole: str, mark: str) -> list[str]:
     return [head[:head.index(" ") + 1] + "x" * pad + head[head.index(" ") + 1:], whole[at:]]
 
 
+def _assert_joined(pieces):
+    """An 80-column wrap inside one token of a short paste is rejoined into one message."""
+    assert len(pieces[0]) == 80
+    text = "\n".join(["Loading extension module cpu_adam...", *pieces, "done"])
+    assert wrap_width(text.split("\n")) == 80
+    assert (2, "".join(pieces)) in _msgs(text)
+
+
 @pytest.mark.parametrize("pieces", [
     # after a dot inside a dotted name, after `=` in a key=value list, after a path's slash
     _broken_after("RuntimeError: Attempting to deserialize object on CUDA device 1 but torch.cuda."
@@ -297,10 +305,7 @@ def _broken_after(whole: str, mark: str) -> list[str]:
                   "ProcessGroupNCCL.cpp:3376"),
 ])
 def test_a_short_paste_wrapped_inside_a_token_at_punctuation_is_joined(pieces):
-    assert len(pieces[0]) == 80
-    text = "\n".join(["Loading extension module cpu_adam...", *pieces, "done"])
-    assert wrap_width(text.split("\n")) == 80
-    assert (2, "".join(pieces)) in _msgs(text)
+    _assert_joined(pieces)
 
 
 @pytest.mark.parametrize("lines", [
@@ -428,7 +433,7 @@ def test_a_line_wrapped_inside_an_operator_is_rejoined(tmp_path):
                   "<module"),
 ])
 def test_a_short_paste_wrapped_at_a_token_edge_is_joined(pieces):
-    test_a_short_paste_wrapped_inside_a_token_at_punctuation_is_joined(pieces)
+    _assert_joined(pieces)
 
 
 @pytest.mark.parametrize("lines", [
