@@ -307,3 +307,18 @@ def register(scenario, DS, TR, ds_train, two_ranks):
              ["{ds}", "--include", "localhost:0,1,", "--master_port", "{port}"] + ds_train("ok.json"),
              [r"invalid literal for int\(\) with base 10: ''"], timeout=60, form="deepspeed --include localhost:0,1,",
              label_reason="the --include filter has an empty slot; the launcher stops before any rank starts")
+    scenario("dev_visible_devices_minus_one_ds", "device_visibility", "visible_devices_hidden", plain_ds,
+             [r"No slot '-1' specified on host 'localhost'"], timeout=60, env={"CUDA_VISIBLE_DEVICES": "-1"},
+             form="deepspeed, CUDA_VISIBLE_DEVICES=-1",
+             label_reason="-1 (the usual way to hide every GPU) becomes --include localhost:-1, a slot that does not exist")
+    scenario("dev_num_gpus_with_include_ds", "device_visibility", "launcher_flags_conflict",
+             ["{ds}", "--num_gpus", "2", "--include", "localhost:0", "--master_port", "{port}"] + ds_train("ok.json"),
+             [r"Cannot specify num_nodes/gpus with include/exclude"], timeout=60,
+             form="deepspeed --num_gpus 2 --include localhost:0",
+             label_reason="two ways of choosing the GPUs at once; the launcher refuses before any rank starts")
+    scenario("dev_exclude_every_slot_ds", "device_visibility", "launcher_no_slots_left",
+             ["{ds}", "--exclude", "localhost:0", "--master_port", "{port}"] + ds_train("ok.json"),
+             [r"IndexError: list index out of range"], timeout=60, form="deepspeed --exclude localhost:0 (one slot)",
+             evidence=[r"IndexError: list index out of range", r"WORLD INFO DICT: \{\}"],
+             label_reason="the filter removed the only slot: world_info is empty and the per-node launcher "
+                          "finds no entry for its node")
