@@ -285,3 +285,40 @@ def register(scenario, DS, TR, ds_train, two_ranks):
              tee_pipe(DS_NODES + ds_train("act_ckpt_typo.json", "--steps", "40")), [r"rank [01] done"], expect="ok",
              form="deepspeed --num_nodes 1 2>&1 | tee, 40 steps",
              label_reason="exit 0: the misspelled activation_checkpointing key is silently ignored, nothing fails")
+
+    # ---- device_visibility: GPU lists the deepspeed launcher cannot read as slot numbers (probe 51,
+    # when the GPU machine gave no answer). With neither --include nor --num_gpus the launcher copies
+    # CUDA_VISIBLE_DEVICES into --include; since DeepSpeed 0.16 parse_node_config int()s every slot.
+    plain_ds = ["{ds}", "--master_port", "{port}"] + ds_train("ok.json")
+    uuid_reason = "the launcher reads the GPU list as integers and dies on a UUID entry before any rank starts"
+    scenario("dev_visible_devices_gpu_uuid_ds", "device_visibility", "visible_devices_uuid", plain_ds,
+             [r"invalid literal for int\(\) with base 10: 'GPU-"], timeout=60,
+             env={"CUDA_VISIBLE_DEVICES": "GPU-5a1c0de0-0000-4000-8000-00000000beef"},
+             form="deepspeed, CUDA_VISIBLE_DEVICES=GPU-<uuid>", label_reason=uuid_reason)
+    scenario("dev_visible_devices_mig_uuid_ds_tee_pipe", "device_visibility", "visible_devices_uuid",
+             tee_pipe(plain_ds), [r"invalid literal for int\(\) with base 10: 'MIG-"], timeout=60,
+             env={"CUDA_VISIBLE_DEVICES": "MIG-4f1c7a52-0b8e-5d6b-9a7e-3c2d1e0f9a8b"},
+             form="deepspeed 2>&1 | tee, CUDA_VISIBLE_DEVICES=MIG-<uuid>", label_reason=uuid_reason)
+    scenario("dev_visible_devices_trailing_comma_ds", "device_visibility", "visible_devices_typo", plain_ds,
+             [r"invalid literal for int\(\) with base 10: ''"], timeout=60, env={"CUDA_VISIBLE_DEVICES": "0,1,"},
+             form="deepspeed, CUDA_VISIBLE_DEVICES=0,1,",
+             label_reason="a trailing comma in CUDA_VISIBLE_DEVICES leaves an empty slot the launcher cannot parse")
+    scenario("dev_include_trailing_comma_ds", "device_visibility", "include_typo",
+             ["{ds}", "--include", "localhost:0,1,", "--master_port", "{port}"] + ds_train("ok.json"),
+             [r"invalid literal for int\(\) with base 10: ''"], timeout=60, form="deepspeed --include localhost:0,1,",
+             label_reason="the --include filter has an empty slot; the launcher stops before any rank starts")
+    scenario("dev_visible_devices_minus_one_ds", "device_visibility", "visible_devices_hidden", plain_ds,
+             [r"No slot '-1' specified on host 'localhost'"], timeout=60, env={"CUDA_VISIBLE_DEVICES": "-1"},
+             form="deepspeed, CUDA_VISIBLE_DEVICES=-1",
+             label_reason="-1 (the usual way to hide every GPU) becomes --include localhost:-1, a slot that does not exist")
+    scenario("dev_num_gpus_with_include_ds", "device_visibility", "launcher_flags_conflict",
+             ["{ds}", "--num_gpus", "2", "--include", "localhost:0", "--master_port", "{port}"] + ds_train("ok.json"),
+             [r"Cannot specify num_nodes/gpus with include/exclude"], timeout=60,
+             form="deepspeed --num_gpus 2 --include localhost:0",
+             label_reason="two ways of choosing the GPUs at once; the launcher refuses before any rank starts")
+    scenario("dev_exclude_every_slot_ds", "device_visibility", "launcher_no_slots_left",
+             ["{ds}", "--exclude", "localhost:0", "--master_port", "{port}"] + ds_train("ok.json"),
+             [r"IndexError: list index out of range"], timeout=60, form="deepspeed --exclude localhost:0 (one slot)",
+             evidence=[r"IndexError: list index out of range", r"WORLD INFO DICT: \{\}"],
+             label_reason="the filter removed the only slot: world_info is empty and the per-node launcher "
+                          "finds no entry for its node")

@@ -19,14 +19,18 @@ import threading
 import time
 from pathlib import Path
 
+import gpu_more
+
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent.parent
 TR = "python3 -m torch.distributed.run --master_addr 127.0.0.1 --master_port {port} --nproc_per_node"
 DS = "deepspeed --master_addr 127.0.0.1 --master_port {port} --num_gpus 1"
 
 # (name, category, family, lane, command, extra env, signature regexes, expect)
-# lane "mem" runs one at a time (the jobs that fill the card); "light" beside it.
+# lane "mem" runs one at a time (the jobs that fill the card); "light" beside it.  gpu_more.py's
+# "fill" lane (jobs that take the whole card) runs first, alone but for its "nogpu" lane.
 DEADLINE = time.time() + float(os.environ.get("GPU_SCEN_BUDGET", "420"))
+PHASE_END = [DEADLINE - 150]  # the first phase starts no job after this, so the rest get their time
 SCENARIOS = [
     ("oom_alloc_torchrun", "gpu_oom", "plain_alloc_oom", "mem",
      f"{TR} 1 gpu_job.py --fail oom_alloc", {"NCCL_DEBUG": "INFO"}, [r"CUDA out of memory"], "fail"),
@@ -95,6 +99,7 @@ SCENARIOS = [
      f"{DS} hf_job.py trainer --config configs/hf_mismatch.json --out {{work}}/out", {},
      [r"mismatch TrainingArguments"], "fail"),
 ]
+gpu_more.register(SCENARIOS, TR, DS)
 
 
 def fill(s, port, work):
@@ -113,7 +118,7 @@ def fake_nvcc(root):
 def run_one(sc, port, out, results):
     """Run one scenario in its own session; keep its merged output byte for byte."""
     name, category, family, lane, cmd, env_extra, sig, expect = sc
-    if time.time() > DEADLINE - 20:
+    if time.time() > min(DEADLINE - 20, PHASE_END[0]):
         print(f"{name}: not run (out of time)", flush=True)
         return
     work = Path("/tmp/gpu-scen") / name
@@ -150,19 +155,35 @@ def versions():
     return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr[-300:]}
 
 
+def run_lanes(lanes, out, results):
+    threads = [threading.Thread(target=lambda jobs=jobs: [run_one(sc, p, out, results) for sc, p in jobs])
+               for jobs in lanes.values() if jobs]
+    for t in threads:
+        t.start()
+    return threads
+
+
 def run(out, only=()):
+    """First the "fill" lane (beside "nogpu"), then "mem", "build" and the "light" jobs over three lanes."""
     out.mkdir(parents=True, exist_ok=True)
     results = {}
-    lanes = {"mem": [], "light": []}
+    first = {"fill": [], "nogpu": []}
+    then = {"mem": [], "build": [], "light0": [], "light1": [], "light2": []}
+    light = 0
     for i, sc in enumerate(SCENARIOS):
         if only and sc[0] not in only:
             continue
-        lanes[sc[3]].append((sc, 29500 + 17 * i))
-    threads = [threading.Thread(target=lambda jobs=jobs: [run_one(sc, p, out, results) for sc, p in jobs])
-               for jobs in lanes.values()]
-    for t in threads:
-        t.start()
-    vers = versions()
+        job = (sc, 29500 + 17 * i)
+        if sc[3] == "light":
+            then[f"light{light % 3}"].append(job)
+            light += 1
+        else:
+            (first if sc[3] in first else then)[sc[3]].append(job)
+    for t in run_lanes(first, out, results):
+        t.join()
+    PHASE_END[0] = DEADLINE
+    threads = run_lanes(then, out, results)
+    vers = versions()  # not beside the "fill" lane: it touches the card
     for t in threads:
         t.join()
     (out / "manifest.json").write_text(json.dumps({"versions": vers, "results": results}, indent=1))
@@ -178,6 +199,9 @@ def ingest(src, corpus=CORPUS):
     bad = 0
     table = {sc[0]: sc for sc in SCENARIOS}
     for name, r in man["results"].items():
+        if name in gpu_more.RERUNS:
+            print(f"not ingested {name}: a rerun in another form (diagnose it from {src})")
+            continue
         # the scenario table decides the label and the checks; the manifest says what ran
         _, r["category"], r["family"], _, _, _, r["signature"], r["expect"] = table[name]
         raw = (src / f"{name}.log").read_bytes()
@@ -199,7 +223,7 @@ def ingest(src, corpus=CORPUS):
         meta += [f"  {k}: {json.dumps(str(v))}" for k, v in vers.items()]
         meta += [f"family: {r['family']}", f"scenario: gpu_{name}", f"exit_code: {r['exit_code']}",
                  f"signature: {json.dumps(r['signature'])}",
-                 "note: \"one H200 (GPU machine lent to a session); run by corpus/generate/gpu/run_gpu.py\""]
+                 f"note: \"one {vers.get('gpu', 'GPU')} (GPU machine lent to a session); run by corpus/generate/gpu/run_gpu.py\""]
         dest.with_suffix(".yaml").write_text("\n".join(meta) + "\n")
         print(f"wrote {dest}.log ({len(lines)} lines, evidence {evidence[:6]})")
     return 1 if bad else 0
