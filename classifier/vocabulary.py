@@ -150,6 +150,11 @@ OTHER_FAILURE_TERMS = (
           "has lost communication"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
          "|not enough slots|An error occurred in MPI_|was unable to (?:find|launch|start|reliably)|failed for some reason"
          "|daemon has unexpectedly|unexpectedly disconnected|has lost communication"),
+    # an MPI launcher that refused its own command line before starting anything: Open MPI's refusal to run as root
+    # (its help block `mpirun has detected an attempt to run as root.`), and its `mpirun: Error: unknown option "-ppn"`
+    # when DeepSpeed's mpich / impi launcher builds an MPICH command line and Open MPI's mpirun is first on PATH
+    Term(r"^(?:mpirun|mpiexec|orterun|prterun|prte) has detected an attempt to run as root\b|^(?:mpirun|mpiexec|orterun|prterun|prte): Error: \S",
+         ("attempt to run as root", ": error: "), raw="attempt to run as root|(?:mpirun|mpiexec|orterun|prterun|prte): Error: "),
     # glibc's and tcmalloc's heap aborts (`Attempt to free invalid pointer 0x..`), absl's failure-signal handler, Ray's worker died under a task, a FATAL line
     Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
          r"|stack smashing detected|corrupted size vs\. prev_size|corrupted double-linked list|(?i:attempt to (?:free|realloc) invalid pointer)"
