@@ -138,18 +138,19 @@ OTHER_FAILURE_TERMS = (
     Term(r"Could not find a version that satisfies the requirement|No matching distribution found for",
          ("could not find a version that satisfies", "no matching distribution found"),
          raw="Could not find a version that satisfies|No matching distribution found"),
-    # Open MPI's non-zero summary and its help blocks that end a launch (no executable, too few slots, an init that failed,
-    # daemons lost or unreachable, MPI_ERRORS_ARE_FATAL, a peer gone); Hydra's line before the app's traceback; a JVM's main thread
+    # Open MPI's non-zero summary and its help blocks that end a launch (no executable, too few slots, no nodes allocated or
+    # usable, an init that failed, daemons lost or unreachable, MPI_ERRORS_ARE_FATAL, a peer gone); Hydra's line before the app's traceback; a JVM's main thread
     Term(r"one or more processes exited with non-zero status|^a non-zero exit code\. Per user-direction"
          r"|^Error executing job with overrides:|^Exception in thread \"main\"|^There are not enough slots available"
          r"|^(?:mpirun|mpiexec|orterun|prterun|prte) was unable to (?:find|launch|start)\b|^ORTE was unable to reliably"
          r"|^It looks like (?:the function `?)?\w{1,20}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly"
-         r"|^\*\*\* An error occurred in MPI_\w|^An MPI communication peer process has unexpectedly disconnected|^[OP]RTE has lost communication with",
+         r"|^\*\*\* An error occurred in MPI_\w|^An MPI communication peer process has unexpectedly disconnected|^[OP]RTE has lost communication with"
+         r"|^No nodes are available for this job\b",
          ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread", "not enough slots",
           "was unable to ", "failed for some reason", "daemon has unexpectedly", "an error occurred in mpi_", "unexpectedly disconnected",
-          "has lost communication"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
+          "has lost communication", "no nodes are available"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
          "|not enough slots|An error occurred in MPI_|was unable to (?:find|launch|start|reliably)|failed for some reason"
-         "|daemon has unexpectedly|unexpectedly disconnected|has lost communication"),
+         "|daemon has unexpectedly|unexpectedly disconnected|has lost communication|No nodes are available"),
     # an MPI launcher that refused its own command line before starting anything: Open MPI's refusal to run as root
     # (its help block `mpirun has detected an attempt to run as root.`), and its `mpirun: Error: unknown option "-ppn"`
     # when DeepSpeed's mpich / impi launcher builds an MPICH command line and Open MPI's mpirun is first on PATH
