@@ -331,8 +331,9 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     # nothing else (`"No space left on device"`, a reporter quoting what the tool printed) is
     # that message: a source line's string has code around it, or is indented as code (a single
     # space before the quote is the reporter's prose spacing, not an indent). Two ranks' copies
-    # of it, one under the other, are still that one message.
-    lone = (0 < count <= 2 and buf[0].lineno <= 3 and all(line.msg == buf[0].msg for line in buf)
+    # of it, one under the other, are still that one message. A gap the prefilter left clears
+    # the buffer, so every message line must still be in it (and it may be empty).
+    lone = (0 < count == len(buf) <= 2 and buf[0].lineno <= 3 and all(line.msg == buf[0].msg for line in buf)
             and not buf[0].text.startswith(("  ", "\t"))
             and _LONE_QUOTED.fullmatch(buf[0].msg) is not None)
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):

@@ -54,3 +54,18 @@ def test_quoted_import_message_is_read(tmp_path, text):
 def test_import_message_with_placeholders_stays_code(tmp_path):
     text = 'raise ImportError(\n    "cannot import name {name!r} from {module!r}"\n)\n'
     assert _category(tmp_path, text) != "version_mismatch"
+
+
+@pytest.mark.parametrize("numbers", [(1, 3), (1, 2, 5), (2, 4)])
+def test_a_gap_that_leaves_the_buffer_empty_is_no_lone_message(numbers):
+    """The prefilter can skip lines; a gap clears the scan's buffer, and when only blanks follow,
+    the drain must not read a lone message from an empty buffer (a fuzz input crashed here)."""
+    from classifier.diagnosis import match
+    from classifier.diagnosis.normalize import normalize
+    from classifier.diagnosis.read import RawLine
+    from classifier.rules.load import default_rules
+
+    texts = ['"No space left on device"'] + [""] * (len(numbers) - 1)
+    raw = [RawLine("gap.log", n, text) for n, text in zip(numbers, texts)]
+    hits = list(match.scan(normalize(raw), default_rules().keyword_index()))
+    assert all(h.rule.category != "disk_full" or h.lines[0].lineno == 1 for h in hits)
