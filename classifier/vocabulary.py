@@ -14,10 +14,10 @@ finder, which then checks `raw`. Tests run every corpus line and rule example th
 """
 
 import re
-from collections import namedtuple
 
 from classifier.diagnosis.hint import Hint
 from classifier.precompiled import re_compile
+from classifier.diagnosis.term import Term
 
 # Python exception class names end in one of these (`RuntimeError`, `DistBackendError`, `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Failure", "Fault")
@@ -25,23 +25,6 @@ _SUFFIX = "(?:" + "|".join(EXCEPTION_SUFFIXES) + ")"
 # In the raw line an exception's name may be followed by what normalising strips (an escape, a JSON quote, a box border), but never by a letter, `(`, `)`,
 # `,`, `.` or `=`: so `NewConnectionError(` in a urllib3 retry and `ASYNC_ERROR_HANDLING` are not exceptions.
 _NAME_END = r"(?:[^A-Za-z0-9_(),.=]|$)"
-
-
-class Term(namedtuple("Term", "pattern gates gate_pattern raw gate_needs scan",
-                      defaults=((), None, "", (), ()))):
-    """A regex and what every line it matches must contain: literals, or a lower-case regex
-    (and `gate_needs`, literals of which every line that regex matches holds one).
-
-    `scan`, for a `raw` that Hyperscan would run as an automaton over every byte (no literal
-    to start from), are literal-led regexes of which every line `raw` matches matches one;
-    Hyperscan looks for those instead and checks `raw` on the few lines they find."""
-
-    __slots__ = ()
-
-    @property
-    def raw_gate(self) -> str:
-        """The raw-line gate: `raw`, or the literal gates matched as written, case-insensitive."""
-        return self.raw or "(?i:" + "|".join(re.escape(g) for g in self.gates) + ")"
 
 
 _CAPITALS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -18,7 +18,7 @@ from classifier.vocabulary import ROOT_FIELD_LINES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
-    from classifier.vocabulary import Term
+    from classifier.diagnosis.term import Term
 
 NEAR = 2                     # a match window reaches two lines back
 BEFORE = CONTEXT_LINES + NEAR  # ... and a rule with `context` looks 50 lines further back
