@@ -25,6 +25,7 @@ MAX_ENTRIES = 2048
 MAX_CODE = 16384
 _table: dict | None = None  # "flags:pattern" -> recorded arguments, once read
 _new: dict = {}             # recorded by this process, written at exit
+_used: set = set()          # table entries this process rebuilt from
 
 
 def _key() -> str:
@@ -91,11 +92,15 @@ def re_compile(pattern: "str | bytes", flags: int = 0) -> "re.Pattern":
     entry = _load().get(name)
     if entry is not None:
         try:
-            return _rebuild(pattern, entry)
+            rebuilt = _rebuild(pattern, entry)
+            _used.add(name)
+            return rebuilt
         except (AttributeError, TypeError, ValueError, OverflowError, RuntimeError, EOFError):
             _table.pop(name, None)  # a damaged entry: compile it as usual
     compiled = re.compile(pattern, flags)
-    if len(_table) + len(_new) < MAX_ENTRIES:
+    # Room is counted without the entries this process does not use: a full table is pruned
+    # to this process's own at exit (save), so it never stops taking new patterns.
+    if len(_used) + len(_new) < MAX_ENTRIES:
         try:
             entry = _record(pattern, flags)
         except (AttributeError, TypeError, ValueError, re.error):
@@ -113,6 +118,12 @@ def save() -> bool:
     if not _new:
         return False
     from classifier.rules.cache import write_cached
-    merged = {**_load(), **{name: marshal.dumps(entry) for name, entry in _new.items()}}
+    table = _load()
+    new = {name: marshal.dumps(entry) for name, entry in _new.items()}
+    merged = {**table, **new}
+    if len(merged) > MAX_ENTRIES:
+        # The table is keyed by the Python release only, so it fills with the patterns of
+        # earlier dsdiag releases and rule sets; keep what this process used.
+        merged = {**{name: table[name] for name in _used if name in table}, **new}
     _new.clear()
     return write_cached(KIND, _key(), merged, binary=True)

@@ -141,3 +141,28 @@ def test_the_engine_loaded_alone_is_the_one_import_regex_uses(tmp_path):
                               cwd=ROOT, env=env, timeout=60)
         assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "True", "True", "True"]
+
+
+def test_a_table_full_of_other_releases_patterns_still_takes_new_ones(tmp_path):
+    # The table is keyed by the Python release alone, so earlier releases' patterns fill it;
+    # once full, a new pattern must still be kept (the stale ones make way), or every run of
+    # a newer dsdiag parses it again (the vocabulary's ~5 ms on a user's long-lived cache).
+    probe = ("import sys\nfrom classifier import precompiled as p\n"
+             "p.MAX_ENTRIES = 50\n"
+             "if sys.argv[1] == 'fill':\n"
+             "    for i in range(50): p.re_compile(f'stale{i}[0-9]+')\n"
+             "else:\n"
+             "    p.re_compile('fresh[a-z]+'); p.re_compile('stale7[0-9]+')\n"
+             "p.save(); p._table = None\n"
+             "t = p._load(); print(len(t), '0:fresh[a-z]+' in t, '0:stale7[0-9]+' in t, '0:stale8[0-9]+' in t)\n")
+    env = {**os.environ, "DSDIAG_CACHE_DIR": str(tmp_path)}
+
+    def run(mode):
+        proc = subprocess.run([sys.executable, "-c", probe, mode], capture_output=True, text=True,
+                              cwd=ROOT, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.split()
+
+    assert run("fill") == ["50", "False", "True", "True"]
+    # full: the new pattern is kept beside the one this run used; the unused ones are dropped
+    assert run("use") == ["2", "True", "True", "False"]
