@@ -28,6 +28,16 @@ def register(table, TR, DS):
     def add(name, category, family, lane, cmd, env, sig, expect="fail"):
         table.append((name, category, family, lane, cmd, env, sig, expect))
 
+    def ds_config(name, category, family, config, sig):
+        """A DeepSpeed config that initialize() refuses (gpu_job.py's `cfg` failure)."""
+        add(name, category, family, "light", f"{DS} gpu_job.py --fail cfg --config configs/{config}", {}, sig)
+
+    def trainer(name, category, family, config, sig, variant="", lane="light", launcher=DS):
+        """The HF Trainer with a DeepSpeed config (more_job.py hf_trainer)."""
+        flag = f" --variant {variant}" if variant else ""
+        add(name, category, family, lane,
+            f"{launcher} more_job.py hf_trainer{flag} --config configs/{config} --out {{work}}/out", {}, sig)
+
     # ---- device_visibility
     add("ds_num_gpus_2_one_card", "device_visibility", "num_gpus_beyond_card", "light",
         f"{ds_any} --num_gpus 2 gpu_job.py --fail none --config configs/zero2_bf16.json", {},
@@ -47,9 +57,8 @@ def register(table, TR, DS):
         [r"CUDA out of memory"])
     add("oom_backward_torchrun", "gpu_oom", "backward_oom", "fill",
         f"{TR} 1 more_job.py oom_backward", {}, [r"CUDA out of memory"])
-    add("oom_hf_trainer_ds", "gpu_oom", "hf_trainer_ds_oom", "fill",
-        f"{ds_any} --num_gpus 1 more_job.py hf_trainer --variant oom --config configs/hf_auto_zero2.json "
-        "--out {work}/out", {}, [r"CUDA out of memory"])
+    trainer("oom_hf_trainer_ds", "gpu_oom", "hf_trainer_ds_oom", "hf_auto_zero2.json", [r"CUDA out of memory"],
+            variant="oom", lane="fill", launcher=f"{ds_any} --num_gpus 1")
     add("oom_generate", "gpu_oom", "generate_oom", "fill", "python3 more_job.py hf_generate", {},
         [r"CUDA out of memory"])
     add("oom_expandable_segments", "gpu_oom", "alloc_oom_expandable_segments", "light",
@@ -61,21 +70,17 @@ def register(table, TR, DS):
         "python3 more_job.py fill_cudnn", {}, [r"(?i)CUDNN_STATUS_\w+|out of memory"])
 
     # ---- config: precision, scheduler, Trainer contradictions
-    add("ds_fp16_and_bf16", "precision_conflict", "fp16_and_bf16_enabled", "light",
-        f"{DS} gpu_job.py --fail cfg --config configs/fp16_and_bf16.json", {},
-        [r"cannot be simultaneously enabled"])
-    add("hf_fp16_vs_bf16", "precision_conflict", "hf_trainer_ds_precision", "light",
-        f"{DS} more_job.py hf_trainer --config configs/hf_fp16_vs_bf16.json --out {{work}}/out", {},
-        [r"ds fp16\.enabled=True vs hf"])
-    add("ds_warmup_decay_no_total", "scheduler_config", "warmup_decay_without_total", "light",
-        f"{DS} gpu_job.py --fail cfg --config configs/warmup_decay_no_total.json", {},
-        [r"total_num_steps"])
-    add("hf_scheduler_lr_mismatch", "scheduler_config", "hf_trainer_ds_scheduler", "light",
-        f"{DS} more_job.py hf_trainer --config configs/hf_scheduler_lr.json --out {{work}}/out", {},
-        [r"ds scheduler\.params\.\w+=\S+ vs hf"])
-    add("hf_lr_scheduler_type", "scheduler_config", "hf_bad_lr_scheduler_type", "light",
-        f"{DS} more_job.py hf_trainer --variant lr_scheduler_type --config configs/hf_auto_zero2.json "
-        "--out {work}/out", {}, [r"cosine_warmup.*(not a valid|SchedulerType)|(not a valid|invalid).*cosine_warmup"])
+    ds_config("ds_fp16_and_bf16", "precision_conflict", "fp16_and_bf16_enabled", "fp16_and_bf16.json",
+              [r"cannot be simultaneously enabled"])
+    trainer("hf_fp16_vs_bf16", "precision_conflict", "hf_trainer_ds_precision", "hf_fp16_vs_bf16.json",
+            [r"ds fp16\.enabled=True vs hf"])
+    ds_config("ds_warmup_decay_no_total", "scheduler_config", "warmup_decay_without_total",
+              "warmup_decay_no_total.json", [r"total_num_steps"])
+    trainer("hf_scheduler_lr_mismatch", "scheduler_config", "hf_trainer_ds_scheduler", "hf_scheduler_lr.json",
+            [r"ds scheduler\.params\.\w+=\S+ vs hf"])
+    trainer("hf_lr_scheduler_type", "scheduler_config", "hf_bad_lr_scheduler_type", "hf_auto_zero2.json",
+            [r"cosine_warmup.*(not a valid|SchedulerType)|(not a valid|invalid).*cosine_warmup"],
+            variant="lr_scheduler_type")
 
     # ---- numerics, binaries, kernels, disk
     add("fp16_nan_guard_amp", "fp16_overflow", "amp_fp16_nan_guard", "light",
