@@ -41,19 +41,30 @@ class KeywordIndex:
         # "re": Python only; "hyperscan": from the first line (finder.KeywordSubstrings).
         self._engine = engine
         # A keyword is (text, exact case): lower-cased text unless its rule says exact_case.
-        self._rules_of = {}
+        # Built on every run (~1,900 keywords): plain loops and key=len sorts, no lambdas.
+        rules_of = self._rules_of = {}
         for rule in rules:
+            exact = rule.exact_case
             for kw in rule.keywords:
-                self._rules_of.setdefault((kw, rule.exact_case), []).append(rule)
+                found = rules_of.get((kw, exact))
+                if found is None:
+                    rules_of[(kw, exact)] = [rule]
+                else:
+                    found.append(rule)
         # Compiled on first use (an ordinary log meets a handful of the ~500 keywords).
         self._bounded = {}
-        lows = sorted({text.lower() for text, _ in self._rules_of}, key=lambda kw: (-len(kw), kw))
+        lows = sorted({text.lower() for text, _ in rules_of})
+        lows.sort(key=len, reverse=True)  # longest first, then alphabetical (the sort is stable)
         # Each keyword found also asks every keyword inside it, longest first (_inside()): the
         # order keywords are asked in is the order of the rules a line returns.
-        self._keys = sorted(self._rules_of, key=lambda key: -len(key[0]))  # ties: rule order
+        texts = list(rules_of)
+        lengths = [len(text) for text, _ in texts]
+        order = sorted(range(len(texts)), key=lengths.__getitem__, reverse=True)  # ties: rule order
+        self._keys = [texts[i] for i in order]
         self._order = {key: i for i, key in enumerate(self._keys)}
         self._inside_of = {}
-        self._key_lows = None
+        self._key_lows = None  # first two letters -> [(position in _keys, keyword)], see _inside()
+        self._short_keys = ()
         self._lows = lows
         self._finder = None  # built on the first line: see _substrings()
         self._cut_prefixes = None  # built on first use: only an input's last line asks
@@ -139,9 +150,26 @@ class KeywordIndex:
     def _inside(self, found: str) -> list:
         keys = self._inside_of.get(found)
         if keys is None:
-            if self._key_lows is None:  # lower-cased once, not for every keyword found
-                self._key_lows = [(key[0].lower(), key) for key in self._keys]
-            keys = self._inside_of[found] = [key for low, key in self._key_lows if low in found]
+            by_start = self._key_lows
+            if by_start is None:
+                # The keywords by their first two letters (lower-cased, built once): a keyword
+                # inside `found` starts at one of its positions, so each position asks only the
+                # few keywords that begin with its two letters, not all ~1,900.
+                by_start, short = {}, []
+                for i, key in enumerate(self._keys):
+                    low = key[0].lower()
+                    if len(low) < 2:
+                        short.append((i, low))
+                    else:
+                        by_start.setdefault(low[:2], []).append((i, low))
+                self._key_lows = by_start
+                self._short_keys = short
+            hit = [i for i, low in self._short_keys if low in found]
+            for p in range(len(found) - 1):
+                for i, low in by_start.get(found[p:p + 2], ()):
+                    if found.startswith(low, p):
+                        hit.append(i)
+            keys = self._inside_of[found] = [self._keys[i] for i in sorted(set(hit))]  # _keys' order
         return keys
 
     def _word_start(self, key: tuple) -> "re.Pattern":
@@ -197,14 +225,17 @@ def _window_match(rule, buf, i, budget, views=None):
         around = views.around
         if getattr(budget, "folded", False):  # a lower-cased paste: its literals are too
             required = [None if literal is None else literal.lower() for literal in required]
-        asked = [(p, literal) for p, literal in zip(rule.patterns, required)
+        # Only the patterns asked are compiled (Rule.pattern): most keyword lines rule out
+        # most of their rules' patterns here, and a compile costs more than the test.
+        asked = [(j, literal) for j, literal in enumerate(required)
                  if literal is None or literal in around]
         if not asked:
             return None
     else:
-        asked = [(p, None) for p in rule.patterns]
+        asked = [(j, None) for j in range(len(required))]
     windows = views.windows
-    for pattern, literal in asked:
+    for j, literal in asked:
+        pattern = rule.pattern(j)
         for lines, text in windows:
             # the same test per window: a window without the literal cannot match
             if literal is not None and literal not in text:

@@ -18,7 +18,7 @@ class Rule:
     __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "select",
                  "reads_code", "remediation",
                  "_examples", "path", "info", "_structure_data", "_structure", "trend",
-                 "_sources", "_compiled", "builtin", "_required")
+                 "_sources", "_compiled", "_one", "builtin", "_required")
 
     def __init__(self, data: dict, category: str, path: str, info: "CategoryInfo",
                  builtin: bool = False) -> None:
@@ -45,6 +45,7 @@ class Rule:
         self._structure = None  # compiled on first use
         self.trend = data.get("trend")  # its hits count only as a trend (diagnosis.trends)
         self._compiled = None
+        self._one = None  # match patterns compiled one by one (pattern())
         # Built-in rules from the cache bring their patterns' required literals with them.
         required = data.get("required") if builtin else None
         self._required = tuple(required) if isinstance(required, list) and \
@@ -65,13 +66,28 @@ class Rule:
             self._examples = file_examples(self.path).get(self.id) or {}
         return self._examples
 
-    def _regexes(self):
+    def _group(self, k: int) -> tuple:
         # Compiling ~400 regexes costs more than scanning an ordinary log, so a rule compiles
-        # its own only when one of its keywords first occurs.
-        if self._compiled is None:
-            self._compiled = tuple(tuple(regexcode.compile(p) for p in group)
-                                   for group in self._sources)
-        return self._compiled
+        # each of its groups (patterns, exclude, context...) only when a line first asks it.
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = [None] * len(self._sources)
+        group = compiled[k]
+        if group is None:
+            group = compiled[k] = tuple(self.pattern(j) for j in range(len(self._sources[0]))) \
+                if k == 0 else tuple(regexcode.compile(p) for p in self._sources[k])
+        return group
+
+    def pattern(self, j: int) -> "re.Pattern":
+        """The j-th match pattern, compiled on first use: a keyword line whose text lacks a
+        pattern's required literal never compiles that pattern."""
+        one = self._one
+        if one is None:
+            one = self._one = [None] * len(self._sources[0])
+        compiled = one[j]
+        if compiled is None:
+            compiled = one[j] = regexcode.compile(self._sources[0][j])
+        return compiled
 
     @property
     def required(self) -> tuple:
@@ -108,12 +124,12 @@ class Rule:
     @property
     def patterns(self) -> tuple:
         """The compiled match patterns."""
-        return self._regexes()[0]
+        return self._group(0)
 
     @property
     def exclude(self) -> tuple:
         """The compiled exclusion patterns."""
-        return self._regexes()[1]
+        return self._group(1)
 
     @property
     def has_context(self) -> bool:
@@ -124,23 +140,23 @@ class Rule:
     @property
     def context(self) -> tuple:
         """The compiled context patterns."""
-        return self._regexes()[2]
+        return self._group(2)
 
     @property
     def not_near(self) -> tuple:
         """The compiled patterns that veto a hit from a line near it (`not_near`)."""
-        return self._regexes()[3]
+        return self._group(3)
 
     @property
     def resolved_by(self) -> tuple:
         """The compiled patterns of a later line that ends what a weak symptom waited on
         (`resolved_by`): a hit such a line follows is not where the job hung."""
-        return self._regexes()[4] if self._sources[4] else ()
+        return self._group(4) if self._sources[4] else ()
 
     @property
     def not_after(self) -> tuple:
         """The compiled patterns that veto a hit from a line before it only (`not_after`)."""
-        return self._regexes()[5] if self._sources[5] else ()
+        return self._group(5) if self._sources[5] else ()
 
 
 _FILE_EXAMPLES: dict[str, dict[str, Any]] = {}
