@@ -178,9 +178,11 @@ def test_json_goes_to_stdout_alone():
 
 
 def test_rules_lint_and_test_subcommands():
-    lint = run_dsdiag("rules", "lint")
+    # The lint tries every regex on adversarial inputs: ~40 s of CPU for the built-in rules,
+    # so the hang guard is wider than the default (it is not a speed test).
+    lint = run_dsdiag("rules", "lint", timeout=600)
     assert lint.returncode == 0 and b"rules in" in lint.stdout
-    tested = run_dsdiag("rules", "test")
+    tested = run_dsdiag("rules", "test", timeout=600)
     assert tested.returncode == 0, tested.stdout.decode()[-2000:]
     assert b" passed, 0 failed" in tested.stdout
 
