@@ -158,6 +158,22 @@ OTHER_FAILURE_TERMS = (
     # a faulting application (13, 31, 43: an engine exception, an MMU fault, a context stopped; not the device's fault) unless a desktop's
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S|NVRM: Xid \([^)\n]{0,80}\): (?:13|31|43),(?!.{0,40}name=(?:chrom|firefox|Xorg|Xwayland|gnome|kwin|plasma|steam))|^\s*(?:intr [0-9a-f]+\.\s+)?MMU Fault: ENGINE\b",
          ("memory access fault by gpu", "cuda kernel failed", "nvrm: xid", "mmu fault"), raw="Memory access fault by GPU|CUDA kernel failed|NVRM: Xid|MMU Fault"),
+    # Lua torch's uncaught error: `luajit: file.lua:12: message` (lua, qlua, th alike; itorch's
+    # kernel prints the message without the interpreter), above its `stack traceback:` frames
+    # (`file.lua:12: in function 'f'`), which are not the message
+    Term(r"^(?:(?:\S{0,255}/)?(?:luajit|lua|qlua|th): )?\S{1,255}\.lua:\d+: (?!in (?:function|main chunk|upvalue|local|field|method)\b)\S",
+         (".lua:",), raw=r"\.lua:[0-9]+: "),
+    # Open MPI's abort banner for an MPI call made outside MPI_Init..MPI_Finalize
+    Term(r"^\*\*\* The MPI_\w{1,40}\(\) function was called (?:before MPI_INIT|after MPI_FINALIZE) was invoked",
+         ("function was called before mpi_init", "function was called after mpi_finalize"),
+         raw=r"function was called (?:before MPI_INIT|after MPI_FINALIZE)"),
+    # NVIDIA PhysX's error callback: `<source>.cpp (9908) : internal error : GPU ... fail to launch kernel`
+    Term(r"\.cpp \(\d{1,7}\) : (?:internal error|abort) : \S", ("internal error : ", "abort : "),
+         raw=r"\.cpp \([0-9]+\) : (?:internal error|abort) : "),
+    # TensorFlow names the graph op a runtime error came from under its message, a line of its own
+    # (`[[Node: split = Split[...]]]`, TF 1.13+ `[[{{node split}}]]`): the op failed
+    Term(r"^\[\[(?:Node: [\w/.-]{1,400} = \w|\{\{node [\w/.-]{1,400}\}\})", ("[[node: ", "[[{{node "),
+         raw=r"\[\[(?:Node: |\{\{node )"),
     Term(r"exits with return code = -?[1-9]", ("exits with return code",), raw="exits with return code"),  # deepspeed
     # PaddlePaddle's launchers: the legacy summary (`ABORT!!! Out of all 4 trainers, the trainer
     # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
