@@ -158,9 +158,8 @@ OTHER_FAILURE_TERMS = (
     # a faulting application (13, 31, 43: an engine exception, an MMU fault, a context stopped; not the device's fault) unless a desktop's
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S|NVRM: Xid \([^)\n]{0,80}\): (?:13|31|43),(?!.{0,40}name=(?:chrom|firefox|Xorg|Xwayland|gnome|kwin|plasma|steam))|^\s*(?:intr [0-9a-f]+\.\s+)?MMU Fault: ENGINE\b",
          ("memory access fault by gpu", "cuda kernel failed", "nvrm: xid", "mmu fault"), raw="Memory access fault by GPU|CUDA kernel failed|NVRM: Xid|MMU Fault"),
-    # Lua torch's uncaught error: `luajit: file.lua:12: message` (lua, qlua, th alike; itorch's
-    # kernel prints the message without the interpreter), above its `stack traceback:` frames
-    # (`file.lua:12: in function 'f'`), which are not the message
+    # Lua torch's uncaught error `luajit: file.lua:12: message` (lua, qlua, th; itorch without the
+    # interpreter), not its `stack traceback:` frames (`file.lua:12: in function 'f'`)
     Term(r"^(?:(?:\S{0,255}/)?(?:luajit|lua|qlua|th): )?\S{1,255}\.lua:\d+: (?!in (?:function|main chunk|upvalue|local|field|method)\b)\S",
          (".lua:",), raw=r"\.lua:[0-9]+: "),
     # Open MPI's abort banner for an MPI call made outside MPI_Init..MPI_Finalize
@@ -170,8 +169,7 @@ OTHER_FAILURE_TERMS = (
     # NVIDIA PhysX's error callback: `<source>.cpp (9908) : internal error : GPU ... fail to launch kernel`
     Term(r"\.cpp \(\d{1,7}\) : (?:internal error|abort) : \S", ("internal error : ", "abort : "),
          raw=r"\.cpp \([0-9]+\) : (?:internal error|abort) : "),
-    # TensorFlow names the graph op a runtime error came from under its message, a line of its own
-    # (`[[Node: split = Split[...]]]`, TF 1.13+ `[[{{node split}}]]`): the op failed
+    # TensorFlow's line naming the op a runtime error came from: `[[Node: split = Split[...]]]`, `[[{{node split}}]]`
     Term(r"^\[\[(?:Node: [\w/.-]{1,400} = \w|\{\{node [\w/.-]{1,400}\}\})", ("[[node: ", "[[{{node "),
          raw=r"\[\[(?:Node: |\{\{node )"),
     Term(r"exits with return code = -?[1-9]", ("exits with return code",), raw="exits with return code"),  # deepspeed
@@ -386,12 +384,8 @@ ROOT_CAUSE_TERMS = (Term(re.escape(ROOT_CAUSE), ("root cause",), raw="Root Cause
 ROOT_FIELD = re_compile(r"^(rank|exitcode|host)\s*:\s*(-?\d+|\S+)")
 ROOT_FIELD_LINES = 8
 
-EXCEPTION_LINE = _any(EXCEPTION_TERMS)
-ECHO = _any(ECHO_TERMS)
-OTHER_FAILURE = _any(OTHER_FAILURE_TERMS)
-EVIDENCE = _any(EVIDENCE_TERMS)
-AFTERMATH = _any(AFTERMATH_TERMS)
-SUCCESS = _any(SUCCESS_TERMS)
+EXCEPTION_LINE, ECHO, OTHER_FAILURE, EVIDENCE, AFTERMATH, SUCCESS = map(_any, (
+    EXCEPTION_TERMS, ECHO_TERMS, OTHER_FAILURE_TERMS, EVIDENCE_TERMS, AFTERMATH_TERMS, SUCCESS_TERMS))
 # Every line OTHER_FAILURE or SUCCESS matches holds one of their gates (test_vocabulary.py): one search of the lower-cased line spares most lines.
 MARKER_HINT = Hint(SUCCESS_TERMS, OTHER_FAILURE_TERMS + EVIDENCE_TERMS, AFTERMATH_TERMS)
 # The exception type named anywhere in a line (triage groups unexplained failures by it).
