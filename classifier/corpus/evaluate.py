@@ -171,12 +171,24 @@ def _pct(m: dict, key: str) -> str:
 
 def _print_text(s, out):
     w = out.write
+    held = (s.get("segments") or {}).get("public-test")
+    if held:
+        # The held-out figure leads: the all-cases line and public-dev are mostly what the rules
+        # were written from, so they say little about the next thread.
+        high = f"  high-confidence {_pct(held, 'high_accuracy')} of {held['high_cases']}" \
+            if held.get("high_cases") else ""
+        w(f"public-test (held out from every rule and model change: the figure to quote): "
+          f"cases {held['cases']}  accuracy {_pct(held, 'accuracy')}{high}  none/unknown called "
+          f"a failure {_pct(held, 'false_alarm_rate')}\n")
+        w("all cases, public-dev included (what the rules are written from; not a figure to "
+          "quote): ")
     w(f"cases {s['cases']}  accuracy {_pct(s, 'accuracy')}  evidence hit rate "
       f"{_pct(s, 'evidence_hit_rate')}  none/unknown called a failure {_pct(s, 'false_alarm_rate')}\n\n")
     if s.get("segments"):
         w(f"{'segment':<22}{'cases':>8}{'accuracy':>10}{'evidence':>10}{'false alarm':>13}"
           f"{'high-confidence':>22}\n")
-        for name, m in s["segments"].items():
+        # public-test first, the row to quote
+        for name, m in sorted(s["segments"].items(), key=lambda kv: kv[0] != "public-test"):
             high = (f"{_pct(m, 'high_accuracy')} of {m['high_cases']}" if m.get("high_cases") else "")
             w(f"{name:<22}{m['cases']:>8}{_pct(m, 'accuracy'):>10}{_pct(m, 'evidence_hit_rate'):>10}"
               f"{_pct(m, 'false_alarm_rate'):>13}{high:>22}\n")
@@ -184,8 +196,6 @@ def _print_text(s, out):
             if m.get("culprit_cases"):
                 w(f"{name}: culprit right in {m['culprit_accuracy']:.1%} of {m['culprit_cases']} "
                   f"multi-rank cases, a wrong host named in {m['culprit_wrong_host']}\n")
-        if "public-test" in s["segments"]:
-            w("public-test is held out from every rule and model change: the figure to quote\n")
         w("\n")
     w(f"{'category':<22}{'support':>8}{'prec':>8}{'recall':>8}{'f1':>8}\n")
     for c, m in s["per_category"].items():
