@@ -8,7 +8,6 @@ before and after it the readers downstream may look at.
 """
 
 import os
-import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from classifier.diagnosis.hsdb import load_database
@@ -113,6 +112,7 @@ class HyperscanFinder:
     def __init__(self, gates: Iterable[Gate] = (), scans: dict[str, Sequence[str]] | None = None,
                  tables: tuple | None = None) -> None:
         import re
+        import threading  # here, not at the top: a small log never needs it (~1 ms a start)
 
         import hyperscan
         expressions, reach, checks = tables or self.tables(gates, scans)

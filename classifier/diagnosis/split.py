@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import struct
-import threading
 from collections.abc import Iterator
 
 from classifier.diagnosis.chunking import newlines, use_numpy
@@ -32,7 +30,7 @@ SPLIT_MIN = 256 << 20   # below this a fork, its pipe and a second scratch cost 
 CHILD_SHARE = 0.75
 _PIPE_BYTES = 1 << 20   # the child's results may run this far ahead of the reader
 _F_SETPIPE_SZ = 1031    # Linux fcntl
-_HEADER = struct.Struct("<I")
+_HEADER = 4             # a message's length, little-endian, before its body (no struct: ~0.4 ms a start)
 _LOOK = 64 * 1024       # bytes at a block's end searched for its last newline first
 
 
@@ -57,6 +55,7 @@ def big_file(path: str | None, chunk_bytes: int) -> int:
 def can_fork(finder: Any) -> bool:
     """Whether a child may scan: Hyperscan's finder, a second CPU, no thread but this one (a
     fork copies only the thread that calls it)."""
+    import threading  # here, not at the top: a small input never asks (~1 ms a start)
     return getattr(finder, "parallel", False) and (os.cpu_count() or 1) > 1 \
         and threading.active_count() == 1
 
@@ -130,11 +129,11 @@ class Child:
         if k < self._next or self._pipe is None:
             return None
         while True:
-            head = self._pipe.read(_HEADER.size)
-            if len(head) < _HEADER.size:
+            head = self._pipe.read(_HEADER)
+            if len(head) < _HEADER:
                 self._pipe = None  # the child stopped: the rest is scanned here
                 return None
-            body = self._pipe.read(_HEADER.unpack(head)[0])
+            body = self._pipe.read(int.from_bytes(head, "little"))
             index, starts, reaches, count = marshal.loads(body)
             self._next = index + 1
             if index == k:
@@ -167,7 +166,7 @@ def _scan_part(path: str, size: int, chunk_bytes: int, first: int, finder: Any, 
                 return
             found = finder.scan(chunk)
             body = marshal.dumps((k, list(found), list(found.values()), newlines(chunk)))
-            pipe.write(_HEADER.pack(len(body)) + body)
+            pipe.write(len(body).to_bytes(_HEADER, "little") + body)
 
 
 def parent_pieces(path: str, size: int, chunk_bytes: int, source: str, warnings: Any) -> Iterator[tuple]:
