@@ -7,6 +7,7 @@ Each command's code lives with its product; this table maps names to "module:fun
 the rest are each command's own.
 """
 
+import gc
 import os
 import sys
 
@@ -25,8 +26,13 @@ DEFAULT_COMMAND = "classifier.diagnosis.command:main"
 
 def _command(target: str):
     module, func = target.split(":")
-    # __import__, not importlib.import_module: importing importlib costs every start ~0.5 ms
-    return getattr(__import__(module, fromlist=[func]), func)
+    # A command's modules live until exit: collecting garbage while they load finds none.
+    gc.disable()
+    try:
+        # __import__, not importlib.import_module: importing importlib costs every start ~0.5 ms
+        return getattr(__import__(module, fromlist=[func]), func)
+    finally:
+        gc.enable()
 
 
 def _is_utf8(stream) -> bool:
@@ -35,6 +41,7 @@ def _is_utf8(stream) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `dsdiag` console script."""
+    exits = argv is None  # the dsdiag command itself: the process ends after this call
     argv = sys.argv[1:] if argv is None else argv
     if sys.stderr is None:  # started with 2>&-: messages go nowhere, but must not crash
         sys.stderr = open(os.devnull, "w", encoding="utf-8")
@@ -51,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stderr.write("dsdiag: error: stdout is closed; nothing to write to\n")
                 return 2
             return _command(SUBCOMMANDS[argv[0]])(argv[1:])
-        return _command(DEFAULT_COMMAND)(argv, tuple(SUBCOMMANDS))
+        return _command(DEFAULT_COMMAND)(argv, tuple(SUBCOMMANDS), exits=exits)
     except KeyboardInterrupt:
         sys.stderr.write("dsdiag: interrupted\n")
         return EXIT_INTERRUPT

@@ -92,3 +92,20 @@ def test_a_warm_run_parses_none_of_our_patterns(tmp_path):
         proc = subprocess.run([sys.executable, "-S", "-c", probe, str(DEMO)], capture_output=True,
                               text=True, cwd=ROOT, timeout=60, env=env)
     assert proc.stderr.strip() == "[]", proc.stderr[-2000:]
+
+
+def test_the_rule_set_is_frozen_out_of_the_collector_only_when_the_process_ends(tmp_path):
+    # The dsdiag command freezes what it loaded (command.py: the collector skips it, at exit
+    # too); a program that calls main and goes on must get every object back under the collector.
+    probe = ("import gc, sys, io, contextlib\nfrom classifier.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    code = main(['--format', 'json', sys.argv[1]])\n"
+             "after_call = gc.get_freeze_count()\n"
+             "sys.argv = ['dsdiag', '--format', 'json', sys.argv[1]]\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    main()\n"
+             "print(code, after_call, gc.get_freeze_count() > 10000, gc.isenabled())")
+    env = {**__import__("os").environ, "DSDIAG_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", probe, str(DEMO)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, env=env)
+    assert proc.stdout.split() == ["0", "0", "True", "True"], proc.stderr[-2000:]
