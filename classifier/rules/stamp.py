@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 
 from classifier.rules.cache import cache_key, read_cached, write_cached
+from classifier.rules.model import GROUPS, pack_rule
 
 _HERE = os.path.dirname(__file__)
 # What decides the validated data besides the rule files: the validator, the taxonomy, the
@@ -51,18 +52,24 @@ def validator_sources() -> list[bytes]:
 
 def _cached_shape_ok(entry):
     return isinstance(entry[0], str) and isinstance(entry[1]["category"], str) and all(
-        isinstance(rule["id"], str) and isinstance(rule["title"], str) for rule in entry[1]["rules"])
+        isinstance(rule["id"], str) and isinstance(rule["title"], str)
+        and isinstance(rule["packed"], bytes) and len(rule["sizes"]) == len(GROUPS)
+        for rule in entry[1]["rules"])
 
 
 # The validated rules are kept with marshal (half of json's time to read back, ~1 ms a run),
-# in JSON's shapes (lists, not tuples) so a run reads the same data either way.
-RULES_KIND = "rules-marshal"
+# in JSON's shapes (lists, not tuples), each rule packed (model.pack_rule). The kind names the
+# format: a release that reads another format never finds this one's files.
+RULES_KIND = "rules-packed"
 
 
 def to_cache(key: str, entries: list) -> bool:
     """Keep [(file name, validated data)] for the rule set `key` (read back by from_cache)."""
     import json
-    return write_cached(RULES_KIND, key, json.loads(json.dumps(entries)), binary=True)
+    entries = json.loads(json.dumps(entries))
+    for _, data in entries:
+        data["rules"] = [pack_rule(rule) for rule in data["rules"]]
+    return write_cached(RULES_KIND, key, entries, binary=True)
 
 
 def from_cache(directory: str, paths: Sequence[str], key: str) -> list | None:

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from classifier.rules import stamp
 from classifier.rules.load import RuleError, builtin_rules_dir, load_rules
 from conftest import DEMO, ROOT, run_dsdiag
 
@@ -35,15 +36,17 @@ def _probe(cache_dir):
 
 def _cache_files(directory, kind="rules"):
     if kind == "rules":  # the validated rules are kept with marshal (stamp.RULES_KIND)
-        return sorted(directory.glob("rules-marshal-*.marshal"))
+        return sorted(directory.glob(f"{stamp.RULES_KIND}-*.marshal"))
     return sorted(directory.glob(f"{kind}-*.marshal"))
 
 
 def _snapshot(rules):
-    """Everything a diagnosis reads from each rule, examples included."""
-    return [(r.id, r.category, r.title, r.role, r.priority, r.keywords, r.remediation, r._sources,
-             r.trend, r._structure_data, r.path, r.info.checklist, r.info.remediation,
-             r.info.references, r.examples) for r in rules.rules]
+    """Everything a diagnosis reads from each rule, examples included (a cached rule's
+    regexes and steps are unpacked on first use: the sizes and flags are read before)."""
+    return [(r.id, r.category, r.title, r.role, r.priority, r.keywords, r.has_patterns,
+             r.has_context, r._sizes, r._src(), r.required, r.remediation, r.trend,
+             r._structure_data, r.path, r.info.checklist, r.info.remediation, r.info.references,
+             r.examples) for r in rules.rules]
 
 
 def test_the_first_run_writes_the_cache_and_the_next_one_parses_no_yaml(tmp_path):
