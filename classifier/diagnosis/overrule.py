@@ -18,6 +18,27 @@ def first_unexplained_exception(hits, signals, records=()):
     return min(free, key=line_order) if free else None
 
 
+def crash_echoed(hits, signals):
+    """The launcher's line saying the first rank to fail crashed, when the symptoms are its echoes.
+
+    A segfaulting rank prints nothing, and its launcher says so only after its peers reported
+    the connection it left them with (torch 2.13, gloo: `Connection closed by peer`), so the
+    line comes last and no rule reads a cause. A SIGSEGV has no other reading. A SIGABRT is
+    also how NCCL's watchdog ends a rank whose collective timed out, so it counts only where
+    the launcher names the rank (torchelastic's summary, spawn) and every symptom is printed
+    by another, labelled rank: the aborted rank said nothing of a timeout itself.
+    """
+    if signals.crash is None:
+        return None
+    line, signal, rank = signals.crash
+    if signal == "SIGSEGV":
+        return line
+    ranks = {l.rank for hit in hits for l in hit.lines}
+    if rank is None or None in ranks or rank in ranks:
+        return None
+    return line
+
+
 def symptom_overruled(winner, hits, signals, unexplained):
     """Does the winning symptom give way to `none` or to an exception no rule explains?
 
