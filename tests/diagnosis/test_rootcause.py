@@ -343,3 +343,24 @@ def test_a_segfault_does_not_overrule_a_cause(tmp_path):
     lines = [OOM, PEER_CLOSED] + SEGV_REPORTS["torchrun"]
     _, d = diagnose_json(_write(tmp_path, "job.log", lines))
     assert d["category"] == "gpu_oom"
+
+
+def test_per_rank_files_the_failing_ranks_error_beats_its_peers_lost_connection(tmp_path):
+    # torchrun --log_dir / deepspeed --enable_each_rank_log: rank 0's file is read first, but its
+    # lost connection is the echo of rank 1's error, which no timestamp orders against it
+    waiting = _write(tmp_path, "rank0.log", ["rank 0 step 1 loss 1.0762", PEER_CLOSED])
+    failing = _write(tmp_path, "rank1.log", [
+        "[rank1]: Traceback (most recent call last):",
+        '[rank1]:   File "/tmp/train.py", line 58, in fail',
+        "[rank1]:     torch.randn(4, 7) @ torch.randn(8, 16)",
+        "[rank1]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x7 and 8x16)",
+    ])
+    _, d = diagnose_json(waiting, failing)
+    assert d["category"] == "unknown" and d["evidence"][0]["rank"] == 1
+
+
+def test_per_rank_files_an_error_on_the_waiting_ranks_own_file_stays_behind_its_symptom(tmp_path):
+    waiting = _write(tmp_path, "rank0.log", [PEER_CLOSED, "[rank0]: KeyError: 'labels'"])
+    other = _write(tmp_path, "rank1.log", ["rank 1 step 1 loss 0.7582"])
+    _, d = diagnose_json(waiting, other)
+    assert d["category"] == "connection_failure"
