@@ -29,7 +29,7 @@ from classifier.sanitize import finish
 from classifier.diagnosis.region import FailureRegion, model_text
 from classifier.diagnosis.signals import FailureSignals
 from classifier.diagnosis.structure import DeferredHits, reader_steps
-from classifier.diagnosis.overrule import first_unexplained_exception, run_resumed, symptom_overruled
+from classifier.diagnosis.overrule import crash_echoed, first_unexplained_exception, run_resumed, symptom_overruled
 from classifier.taxonomy import retry_verdict
 from classifier.vocabulary import EXCEPTION_LINE
 
@@ -181,6 +181,12 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     if winner is not None and run_resumed(winner, collector.hits, signals):
         winner = None  # the requeued job ran again and finished: nothing ended it
         signals.failed = False
+    if winner is not None and winner.rule.role == "symptom":
+        # The first rank to fail crashed (its launcher says so, after the fact): the lost
+        # connections and timeouts of its peers are echoes of a crash no category explains.
+        crash = crash_echoed(collector.hits, signals)
+        if crash is not None:
+            unexplained, winner = crash, None
     if winner is not None and winner.rule.role == "symptom":
         unexplained = first_unexplained_exception(collector.hits, signals, deferred.tracebacks.records)
         if symptom_overruled(winner, collector.hits, signals, unexplained):

@@ -18,6 +18,27 @@ def first_unexplained_exception(hits, signals, records=()):
     return min(free, key=line_order) if free else None
 
 
+def crash_echoed(hits, signals):
+    """The launcher's line saying the first rank to fail crashed, when the symptoms are its echoes.
+
+    A segfaulting rank prints nothing, and its launcher says so only after its peers reported
+    the connection it left them with (torch 2.13, gloo: `Connection closed by peer`), so the
+    line comes last and no rule reads a cause. A SIGSEGV has no other reading. A SIGABRT is
+    also how NCCL's watchdog ends a rank whose collective timed out, so it counts only where
+    the launcher names the rank (torchelastic's summary, spawn) and every symptom is printed
+    by another, labelled rank: the aborted rank said nothing of a timeout itself.
+    """
+    if signals.crash is None:
+        return None
+    line, signal, rank = signals.crash
+    if signal == "SIGSEGV":
+        return line
+    ranks = {l.rank for hit in hits for l in hit.lines}
+    if rank is None or None in ranks or rank in ranks:
+        return None
+    return line
+
+
 def symptom_overruled(winner, hits, signals, unexplained):
     """Does the winning symptom give way to `none` or to an exception no rule explains?
 
@@ -30,7 +51,8 @@ def symptom_overruled(winner, hits, signals, unexplained):
     A symptom of priority 0 or more gives way only where its `resolved_by` says the run got
     past it (`_got_past`).
     """
-    if unexplained is not None and line_order(unexplained) < line_order(winner.first):
+    if unexplained is not None and (line_order(unexplained) < line_order(winner.first) or
+                                    _raised_apart(unexplained, hits)):
         return True
     if winner.rule.priority < 0 and winner.rule.category in taxonomy.TERMINAL and \
             _failed_before(winner, hits, signals.first_marker):
@@ -42,6 +64,26 @@ def symptom_overruled(winner, hits, signals, unexplained):
         return not any(signals.messages_after(h.lines[-1]) <= TAIL_LINES and
                        not signals.said_after(h.lines[-1], winner.rule.resolved_by) for h in same)
     return unexplained is not None
+
+
+def _raised_apart(unexplained, hits) -> bool:
+    """Was the exception no rule explains raised by a rank of its own, in a file of its own, that
+    no symptom is from, and does no timestamp order it against the symptoms?
+
+    Per-rank files (torchrun's `--log_dir`, the deepspeed launcher's `--enable_each_rank_log`, a
+    scheduler's per-task output) are read in name order, so the peer's file that reports losing
+    the failing rank (`Connection closed by peer`) comes first although it happened after; the
+    failing rank's file shows only its own error, with no rank label or time to order it by.
+    """
+    rank = unexplained.rank
+    if rank is None:
+        return False
+    for hit in hits:
+        for line in hit.lines:
+            if line.source == unexplained.source or line.rank == rank or \
+                    (line.ts is not None and unexplained.ts is not None):
+                return False
+    return True
 
 
 def _got_past(winner, hits, signals) -> bool:

@@ -49,6 +49,16 @@ _MARKER_LITERALS, _MARKER_PATTERNS = MARKER_HINT.gate_parts()
 _B_MARKER = bits(*_MARKER_LITERALS, caseless=True) | bits(*_MARKER_PATTERNS, caseless=True, regex=True)
 _B_BF16 = bits("bf16", "BF16", "bfloat16")
 _B_ROOT = bits(ROOT_CAUSE)
+# A rank that crashed first, as the launcher that watched it says: DeepSpeed's launcher names
+# the first rank to exit non-zero (launch.py's sigkill_handler, `... exits with return code =
+# -11`, though the command it shows is the last one it spawned), torch.multiprocessing.spawn the
+# first process to die (`process 1 terminated with signal SIGSEGV`), torchelastic's summary its
+# first observed failure (`rank : 1`, then `exitcode : -11`). No category explains a crash, and
+# its peers' lost connections and timeouts are its echoes (overrule.crash_echoed).
+FIRST_EXIT = re_compile(r"exits with return code = (?P<code>-?\d+)|"
+                        r"process (?P<rank>\d+) terminated with signal (?P<signal>SIG[A-Z]+)")
+_B_EXIT = bits("return code = ", "terminated with signal")
+CRASH_CODES = {"-11": "SIGSEGV", "-6": "SIGABRT"}
 
 
 def _line_kind(msg: str, gist: str, bare: bool = False) -> int:
@@ -88,6 +98,8 @@ class FailureSignals:
         self.root_rank = None
         self.root_exitcode = None
         self._root_left = 0
+        self.crash = None              # (line, signal, rank or None): the first rank to fail crashed
+        self._exit_seen = False        # a launcher already named the first rank to fail
         self.last_lineno = {}          # source -> number of its last non-empty line
         self.exceptions = []           # the first real (non-echo) exception lines, bounded
         self._last_failure = {}        # source -> line number of its last failure marker
@@ -126,11 +138,15 @@ class FailureSignals:
                     self.root_rank = int(value)
                 elif field == "exitcode" and self.root_exitcode is None:
                     self.root_exitcode = value
+                    if value in CRASH_CODES and self.crash is None:
+                        self.crash = (line, CRASH_CODES[value], self.root_rank)
         if lits & _B_ROOT and ROOT_CAUSE in gist:
             self._root_left = ROOT_FIELD_LINES
             self.failed = True
             self._last_failure[line.source] = line.lineno
             return
+        if lits & _B_EXIT and not self._exit_seen:
+            self._first_exit(line)
         if lits & _B_IGNORED and IGNORED_HEADER.match(msg):
             self._ignored[(line.source, line.rank)] = [line.lineno, False]
             if self.ignored_header is None:
@@ -159,6 +175,16 @@ class FailureSignals:
             self.last_marker = line
             if self.first_marker is None:
                 self.first_marker = line
+
+    def _first_exit(self, line: "Line") -> None:
+        """Read the first launcher line naming a rank that exited; keep it if the rank crashed."""
+        m = FIRST_EXIT.search(line.msg)
+        if m is None:
+            return
+        self._exit_seen = True
+        signal = CRASH_CODES.get(m["code"]) if m["code"] else m["signal"]
+        if signal in CRASH_CODES.values() and self.crash is None:
+            self.crash = (line, signal, int(m["rank"]) if m["rank"] else None)
 
     def _in_ignored_block(self, line: "Line", kind: int) -> bool:
         """Is this failure line part of an `Exception ignored in` block (its traceback, its

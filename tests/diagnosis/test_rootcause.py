@@ -272,3 +272,95 @@ def test_how_a_later_hit_was_read_does_not_mark_the_winner():
                                  "raised_in": "x.py:f"})
     assert merged_facts([whole, cut]) == {"device": "3", "ordinal": "9"}
     assert merged_facts([cut, whole])["message_cut"] == "cut"
+
+
+# A rank that segfaults prints nothing; its peer's lost connection comes first, and only the
+# launcher, after the fact, says the first rank to fail died of SIGSEGV (probe 55b, torch 2.13).
+PEER_CLOSED = ("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+               "Connection closed by peer [127.0.0.1]:61084. This is typically caused by a remote worker "
+               "crashing. Check the logs of the remote worker before reporting an error.")
+SEGV_REPORTS = {
+    "torchrun": [
+        "E1206 00:53:21.623000 10297 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+        "(exitcode: -11) local_rank: 1 (pid: 10451) of binary: /venv/bin/python3",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2026-12-06_00:53:21",
+        "  host      : localhost",
+        "  rank      : 1 (local_rank: 1)",
+        "  exitcode  : -11 (pid: 10451)  (SIGSEGV)",
+        "  error_file: <N/A>",
+        "  traceback : Signal 11 (SIGSEGV) received by PID 10451",
+    ],
+    "deepspeed": [
+        "[2026-12-06 00:53:40,732] [INFO] [launch.py:253:sigkill_handler] Killing subprocess 10884",
+        "[2026-12-06 00:53:40,881] [ERROR] [launch.py:259:sigkill_handler] ['/venv/bin/python3', '-u', "
+        "'train.py', '--local_rank=1'] exits with return code = -11",
+    ],
+    "spawn": [
+        "    raise ProcessExitedException(",
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGSEGV",
+    ],
+}
+
+
+@pytest.mark.parametrize("launcher", sorted(SEGV_REPORTS))
+def test_a_segfault_the_launcher_reports_first_makes_the_lost_connection_its_echo(tmp_path, launcher):
+    lines = ["rank 0 step 1 loss 1.0762", PEER_CLOSED] + SEGV_REPORTS[launcher]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "unknown"
+    assert "SIGSEGV" in d["evidence"][0]["text"] or "-11" in d["evidence"][0]["text"]
+
+
+def test_a_segfault_after_another_rank_failed_first_stays_an_echo(tmp_path):
+    # rank 0 failed first (exit code 1); the later segfault in teardown decides nothing
+    lines = [PEER_CLOSED,
+             "[2026-12-06 00:53:40,881] [ERROR] [launch.py:259:sigkill_handler] ['/venv/bin/python3', '-u', "
+             "'train.py', '--local_rank=1'] exits with return code = 1",
+             "[2026-12-06 00:53:41,001] [ERROR] [launch.py:259:sigkill_handler] ['/venv/bin/python3', '-u', "
+             "'train.py', '--local_rank=0'] exits with return code = -11"]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "connection_failure"
+
+
+def test_an_abort_of_a_named_rank_that_printed_no_echo_is_the_first_failure(tmp_path):
+    lines = [PEER_CLOSED] + [l.replace("-11", "-6").replace("SIGSEGV", "SIGABRT").replace("Signal 11", "Signal 6")
+                             for l in SEGV_REPORTS["torchrun"]]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "unknown" and "SIGABRT" in d["evidence"][0]["text"]
+
+
+def test_an_abort_after_the_ranks_own_watchdog_timeout_stays_a_timeout(tmp_path):
+    # NCCL's watchdog ends a timed-out rank with SIGABRT: that rank's own timeout is the answer
+    lines = [WATCHDOG.format(r=1)] + [l.replace("-11", "-6").replace("SIGSEGV", "SIGABRT")
+                                      for l in SEGV_REPORTS["torchrun"]]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "nccl_timeout"
+
+
+def test_a_segfault_does_not_overrule_a_cause(tmp_path):
+    lines = [OOM, PEER_CLOSED] + SEGV_REPORTS["torchrun"]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "gpu_oom"
+
+
+def test_per_rank_files_the_failing_ranks_error_beats_its_peers_lost_connection(tmp_path):
+    # torchrun --log_dir / deepspeed --enable_each_rank_log: rank 0's file is read first, but its
+    # lost connection is the echo of rank 1's error, which no timestamp orders against it
+    waiting = _write(tmp_path, "rank0.log", ["rank 0 step 1 loss 1.0762", PEER_CLOSED])
+    failing = _write(tmp_path, "rank1.log", [
+        "[rank1]: Traceback (most recent call last):",
+        '[rank1]:   File "/tmp/train.py", line 58, in fail',
+        "[rank1]:     torch.randn(4, 7) @ torch.randn(8, 16)",
+        "[rank1]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x7 and 8x16)",
+    ])
+    _, d = diagnose_json(waiting, failing)
+    assert d["category"] == "unknown" and d["evidence"][0]["rank"] == 1
+
+
+def test_per_rank_files_an_error_on_the_waiting_ranks_own_file_stays_behind_its_symptom(tmp_path):
+    waiting = _write(tmp_path, "rank0.log", [PEER_CLOSED, "[rank0]: KeyError: 'labels'"])
+    other = _write(tmp_path, "rank1.log", ["rank 1 step 1 loss 0.7582"])
+    _, d = diagnose_json(waiting, other)
+    assert d["category"] == "connection_failure"
