@@ -61,7 +61,8 @@ def dump_files(paths: Iterable[str]) -> dict[int, str]:
         except OSError:
             continue
         for name in names:
-            m = DUMP_NAME.match(name)
+            # A log beside thousands of files (a home or /tmp): the substring test first.
+            m = DUMP_NAME.match(name) if "trace_rank_" in name else None
             if m and len(found) < MAX_DUMPS:
                 found.setdefault(int(m["rank"]), os.path.join(directory, name))
     return found
