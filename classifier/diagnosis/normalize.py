@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from classifier.precompiled import re_compile
-from classifier.diagnosis.paste import repaired
+from classifier.diagnosis.paste import _unescape, repaired
 from classifier.diagnosis.read import RawLine
 from classifier.diagnosis.stamps import iso_seconds, syslog_seconds
 from classifier.diagnosis.typography import plain_chars
@@ -70,6 +70,14 @@ _SYSLOG_TS = re_compile(
 # dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a | -0.8 |`) stay.
 _LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+(?:\|\s)?(?=\|.*\|\s*$)"
                     r"|\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s-\s|\s+(?=[^\s|-]|-(?!\s))|\s*\|?$)")
+# A stamp with no date: moreutils' `ts -s` / `ts -i` and `ts '%.T'` (`00:00:05 `,
+# `14:03:07.512208 `), rich's log column (`[14:03:07] `), and `ts '%.s'` / `ts '%s'`'s seconds
+# since the epoch (`1796518808.408548 `: ten digits, 2001 to 2065). Peeled like a dated stamp, but
+# the level after it is kept (rules read rich's `ERROR` column); the time of day alone orders
+# nothing across days, so it gives the line no time.
+_CLOCK_TS = re_compile(r"(?:\[(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?\]|(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?"
+                       r"|(?P<epoch>[12]\d{9}(?:\.\d{1,9})?))(?:\s*[|-]\s|\s+)(?=\S)")
+_EPOCH_END = frozenset(". \t")  # what follows an epoch stamp's ten digits: a cheap gate before the regex
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
@@ -272,6 +280,11 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
             if m:
                 ts = syslog_seconds(m) if ts is None else ts
                 msg = msg[m.end():]
+            elif first in _ISO_FIRST and (":" in (msg[2:3], msg[3:4]) or msg[10:11] in _EPOCH_END) \
+                    and (m := _CLOCK_TS.match(msg)):
+                if ts is None and m["epoch"]:
+                    ts = float(m["epoch"])
+                msg = msg[m.end():]  # a level after it stays: rich's `[10:00:02] ERROR    ` is read
             elif first == "[":
                 second = msg[1:2]
                 # `[ +0.1]`/`[12.3]` (any space or digit), `[Mon Jan ...]`
@@ -328,6 +341,9 @@ def _inline_code(msg: str) -> str:
 _DOCKER_JSON = re_compile(r'^\s*\{"log":\s*"')
 _CRI = re_compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] ")
 _ENTITY = re_compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|quot|amp|lt|gt|apos|nbsp);")
+# `journalctl -o json`: one record a line, the line in MESSAGE, the time in __REALTIME_TIMESTAMP
+# (microseconds since the epoch, given back as an epoch stamp that peel_prefixes reads).
+_JOURNAL_JSON = re_compile(r'^\s*\{"(?:__CURSOR|__REALTIME_TIMESTAMP|__MONOTONIC_TIMESTAMP|MESSAGE|PRIORITY|_[A-Z_]+)"\s*:')
 
 
 def unwrap(text: str) -> str:
@@ -342,6 +358,17 @@ def unwrap(text: str) -> str:
             line = record["log"].rstrip("\n")
             time = record.get("time")
             text = f"{time} {line}" if isinstance(time, str) else line
+    elif '"MESSAGE"' in text and _JOURNAL_JSON.match(text):
+        import json
+        try:
+            record = json.loads(text)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("MESSAGE"), str):
+            line = record["MESSAGE"].rstrip("\n")
+            usec = record.get("__REALTIME_TIMESTAMP")
+            text = (f"{int(usec) // 10**6}.{int(usec) % 10**6:06d} {line}"
+                    if isinstance(usec, str) and usec.isdigit() and len(usec) == 16 else line)
     m = _CRI.match(text) if text[:1].isdigit() else None
     if m:
         text = m.group(1) + " " + text[m.end():]
@@ -379,7 +406,7 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0, file_rank: int | N
         text = raw.text
         text = visible_text(text) if "\x1b" in text or "\r" in text else text.rstrip()
         cut = text[:MATCH_LIMIT + 512]
-        if '{"log"' in cut or "&" in cut or cut[:1].isdigit():
+        if '{"log"' in cut or "&" in cut or cut[:1].isdigit() or '"MESSAGE"' in cut:
             cut = unwrap(cut)
         msg, rank, task, host, ts = _peel(cut if cut.isascii() else plain_chars(cut))
         msg = msg[:MATCH_LIMIT]
@@ -391,10 +418,13 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0, file_rank: int | N
             rank = file_rank
         if "\\n" in msg and _ESCAPED_TRACEBACK.search(msg):
             # torchelastic's error.json (and other JSON) holds a traceback as one string with
-            # `\n` escapes: read it as the lines it stands for, all at this line number.
-            for part in msg.replace('\\"', '"').split("\\n"):
+            # `\n` escapes, and a wrapper's `stderr: b'...'` a whole job's output: read it as
+            # the lines it stands for, all at this line number, each with its own labels.
+            for part in _unescape(msg).split("\n"):
                 if part.strip():
-                    yield Line(raw.source, raw.lineno, part, part.strip(), rank, host, ts, index,
-                               task)
+                    part_msg, part_rank, part_task, part_host, _ = _peel(part)
+                    yield Line(raw.source, raw.lineno, part, part_msg,
+                               rank if part_rank is None else part_rank, host or part_host, ts,
+                               index, task if part_task is None else part_task)
             continue
         yield Line(raw.source, raw.lineno, text, msg, rank, host, ts, index, task)
