@@ -62,7 +62,12 @@ _ISO_TS = re_compile(
     r"(?P<frac>[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*[|-]\s|\s+|$)")
 _SYSLOG_TS = re_compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
-    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?: \S+)?(?: kernel:)? ")
+    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d{1,9})?(?: \S+)?(?: kernel:)? ")
+# What journald and syslog put between the stamp and the message: the host (after an ISO stamp,
+# `journalctl -o short-iso`; the syslog stamp above takes it itself) and the writer with its pid
+# (`gpu-node-07 train.sh[48213]: `, `python3[812]: `). Only right after a stamp, and only with
+# the `[pid]:` that makes it a header.
+_JOURNAL_HEAD = re_compile(r"(?:[\w.-]{1,64} )?[\w.@/:-]{1,64}\[\d{1,10}\]:(?:\s|$)")
 # A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
 # `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
 # DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too). A pipe logger goes on with its
@@ -260,6 +265,7 @@ def _prefixes_for(msg: str, table: dict = _PREFIX_FIRST) -> tuple:
 def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, float | None]:
     """Split a visible line into (message, rank, task, host, timestamp); see the module docstring."""
     rank = task = host = ts = None
+    journal = False  # a journald / syslog header was peeled
     # A paste indented as a markdown code block (or by a wrapper) still starts with its labels.
     msg = text.lstrip() if text[:1] in (" ", "\t") else text
     # msg only loses its head below: what it lacks now, it lacks throughout
@@ -275,11 +281,15 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
             m = _LEVEL.match(msg) if msg[:1] in "CDEFINTW" else None
             if m:
                 msg = msg[m.end():]
+            elif "]:" in msg[:140] and (m := _JOURNAL_HEAD.match(msg)):
+                msg, journal = msg[m.end():], True
         else:
             m = _SYSLOG_TS.match(msg) if first in _SYSLOG_FIRST else None
             if m:
                 ts = syslog_seconds(m) if ts is None else ts
                 msg = msg[m.end():]
+                if "]:" in msg[:140] and (m := _JOURNAL_HEAD.match(msg)):
+                    msg, journal = msg[m.end():], True
             elif first in _ISO_FIRST and (":" in (msg[2:3], msg[3:4]) or msg[10:11] in _EPOCH_END) \
                     and (m := _CLOCK_TS.match(msg)):
                 if ts is None and m["epoch"]:
@@ -293,6 +303,8 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
                 if m:
                     msg = msg[m.end():]
         for pattern in _prefixes_for(msg, table):
+            if journal and pattern is _HOST:
+                continue  # the writer's own `unit.service: ` after its header is no host label
             m = pattern.match(msg)
             if m:
                 groups = m.groupdict()

@@ -57,6 +57,14 @@ CASES = [
      "ValueError: expected input of shape [4, 8]", 1, None),
     ("1796518808 [1,0]<stderr>:KeyError: 'label_ids'", "KeyError: 'label_ids'", 0, None),
     ("[14:03:07] ERROR    Training crashed", "ERROR    Training crashed", None, None),
+    # journalctl's -o short-iso(-precise) and -o short(-precise): the host and the writer's
+    # `name[pid]: ` after the stamp; a unit the writer names after it is no host label
+    ("2026-12-06T00:53:01.001371+0000 gpu-node-07 train.sh[48213]: [rank1]: KeyError: 'label_ids'",
+     "KeyError: 'label_ids'", 1, None),
+    ("Dec 06 00:53:01.001371 gpu-node-07 python3[812]:   File \"/w/train.py\", line 47, in main",
+     'File "/w/train.py", line 47, in main', None, None),
+    ("Jan 10 08:45:05 gpu-4 systemd[1]: train-llm.service: A process of this unit has been killed",
+     "train-llm.service: A process of this unit has been killed", None, None),
     # Not prefixes: an exception name, a plain message, NCCL's own host:pid:tid label, tools.
     ("12:30 run started", "12:30 run started", None, None),
     ("1234567890123 samples seen", "1234567890123 samples seen", None, None),
@@ -223,6 +231,19 @@ def test_a_traceback_behind_dateless_ts_stamps_is_read(tmp_path):
     from classifier.diagnosis.diagnose import diagnose_job
     job = (Path(__file__).parents[2] / "corpus/unknown/user_exc_torchrun_norecord.log").read_text()
     for n, stamp in enumerate(("14:03:07.512208 ", "1796518808.408548 ", "00:00:01 ")):
+        log = tmp_path / f"job{n}.log"
+        log.write_text("".join(stamp + line + "\n" for line in job.splitlines()))
+        assert diagnose_job([str(log)])["category"] == "unknown", stamp
+
+
+def test_a_traceback_behind_journald_headers_is_read(tmp_path):
+    """`journalctl -o short-iso-precise` / `-o short-precise` of a unit that ran a real torchrun
+    job (rank 1 raised a KeyError): `unknown`, not the peer's lost connection."""
+    from pathlib import Path
+    from classifier.diagnosis.diagnose import diagnose_job
+    job = (Path(__file__).parents[2] / "corpus/unknown/user_exc_torchrun_norecord.log").read_text()
+    for n, stamp in enumerate(("2026-12-06T00:53:01.001371+0000 gpu-node-07 train.sh[48213]: ",
+                               "Dec 06 00:53:01.001371 gpu-node-07 train.sh[48213]: ")):
         log = tmp_path / f"job{n}.log"
         log.write_text("".join(stamp + line + "\n" for line in job.splitlines()))
         assert diagnose_job([str(log)])["category"] == "unknown", stamp
