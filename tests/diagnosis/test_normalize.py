@@ -281,3 +281,29 @@ def test_a_wrappers_captured_stream_repr_is_read_as_lines(tmp_path):
     # a message's own repr with escapes stays one line
     one, = _lines("KeyError: 'a\\nb\\nc'")
     assert one.msg == "KeyError: 'a\\nb\\nc'"
+
+
+def test_csv_exported_rows_are_unwrapped(tmp_path):
+    """CloudWatch Logs Insights' CSV download (`@timestamp,@message`, quotes doubled): each row is
+    its stamp and message, so a real torchrun job's traceback is read (`unknown`, rank 1's own
+    KeyError) and Python logging's `09:14:02,118` milliseconds stay a stamp."""
+    import csv
+    import io
+    from pathlib import Path
+    from classifier.diagnosis.diagnose import diagnose_job
+    quoted, bare, logging_ms = _lines(
+        '2026-12-06 00:53:03.003,"[rank1]:   File ""/w/train.py"", line 77, in <module>"',
+        "2026-12-06 00:53:02.002,[rank1]: Traceback (most recent call last):",
+        "2024-03-11 09:14:02,118 - INFO - trainer - step 4")
+    assert (quoted.msg, quoted.rank, quoted.ts is not None) == ('File "/w/train.py", line 77, in <module>', 1, True)
+    assert (bare.msg, bare.rank) == ("Traceback (most recent call last):", 1)
+    assert logging_ms.msg == "trainer - step 4"
+    job = (Path(__file__).parents[2] / "corpus/unknown/user_exc_torchrun_norecord.log").read_text()
+    out = io.StringIO()
+    rows = csv.writer(out)
+    rows.writerow(["@timestamp", "@message"])
+    for i, line in enumerate(job.splitlines()):
+        rows.writerow([f"2026-12-06 00:53:{i % 60:02d}.{i:03d}", line])
+    log = tmp_path / "logs-insights-results.csv"
+    log.write_text(out.getvalue())
+    assert diagnose_job([str(log)])["category"] == "unknown"
