@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from classifier.precompiled import re_compile
-from classifier.diagnosis.paste import repaired
+from classifier.diagnosis.paste import _unescape, repaired
 from classifier.diagnosis.read import RawLine
 from classifier.diagnosis.stamps import iso_seconds, syslog_seconds
 from classifier.diagnosis.typography import plain_chars
@@ -62,7 +62,12 @@ _ISO_TS = re_compile(
     r"(?P<frac>[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*[|-]\s|\s+|$)")
 _SYSLOG_TS = re_compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
-    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?: \S+)?(?: kernel:)? ")
+    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d{1,9})?(?: \S+)?(?: kernel:)? ")
+# What journald and syslog put between the stamp and the message: the host (after an ISO stamp,
+# `journalctl -o short-iso`; the syslog stamp above takes it itself) and the writer with its pid
+# (`gpu-node-07 train.sh[48213]: `, `python3[812]: `). Only right after a stamp, and only with
+# the `[pid]:` that makes it a header.
+_JOURNAL_HEAD = re_compile(r"(?:[\w.-]{1,64} )?[\w.@/:-]{1,64}\[\d{1,10}\]:(?:\s|$)")
 # A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
 # `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
 # DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too). A pipe logger goes on with its
@@ -70,6 +75,14 @@ _SYSLOG_TS = re_compile(
 # dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a | -0.8 |`) stay.
 _LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+(?:\|\s)?(?=\|.*\|\s*$)"
                     r"|\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s-\s|\s+(?=[^\s|-]|-(?!\s))|\s*\|?$)")
+# A stamp with no date: moreutils' `ts -s` / `ts -i` and `ts '%.T'` (`00:00:05 `,
+# `14:03:07.512208 `), rich's log column (`[14:03:07] `), and `ts '%.s'` / `ts '%s'`'s seconds
+# since the epoch (`1796518808.408548 `: ten digits, 2001 to 2065). Peeled like a dated stamp, but
+# the level after it is kept (rules read rich's `ERROR` column); the time of day alone orders
+# nothing across days, so it gives the line no time.
+_CLOCK_TS = re_compile(r"(?:\[(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?\]|(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?"
+                       r"|(?P<epoch>[12]\d{9}(?:\.\d{1,9})?))(?:\s*[|-]\s|\s+)(?=\S)")
+_EPOCH_END = frozenset(". \t")  # what follows an epoch stamp's ten digits: a cheap gate before the regex
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
@@ -252,6 +265,7 @@ def _prefixes_for(msg: str, table: dict = _PREFIX_FIRST) -> tuple:
 def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, float | None]:
     """Split a visible line into (message, rank, task, host, timestamp); see the module docstring."""
     rank = task = host = ts = None
+    journal = False  # a journald / syslog header was peeled
     # A paste indented as a markdown code block (or by a wrapper) still starts with its labels.
     msg = text.lstrip() if text[:1] in (" ", "\t") else text
     # msg only loses its head below: what it lacks now, it lacks throughout
@@ -267,11 +281,20 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
             m = _LEVEL.match(msg) if msg[:1] in "CDEFINTW" else None
             if m:
                 msg = msg[m.end():]
+            elif "]:" in msg[:140] and (m := _JOURNAL_HEAD.match(msg)):
+                msg, journal = msg[m.end():], True
         else:
             m = _SYSLOG_TS.match(msg) if first in _SYSLOG_FIRST else None
             if m:
                 ts = syslog_seconds(m) if ts is None else ts
                 msg = msg[m.end():]
+                if "]:" in msg[:140] and (m := _JOURNAL_HEAD.match(msg)):
+                    msg, journal = msg[m.end():], True
+            elif first in _ISO_FIRST and (":" in (msg[2:3], msg[3:4]) or msg[10:11] in _EPOCH_END) \
+                    and (m := _CLOCK_TS.match(msg)):
+                if ts is None and m["epoch"]:
+                    ts = float(m["epoch"])
+                msg = msg[m.end():]  # a level after it stays: rich's `[10:00:02] ERROR    ` is read
             elif first == "[":
                 second = msg[1:2]
                 # `[ +0.1]`/`[12.3]` (any space or digit), `[Mon Jan ...]`
@@ -280,6 +303,8 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
                 if m:
                     msg = msg[m.end():]
         for pattern in _prefixes_for(msg, table):
+            if journal and pattern is _HOST:
+                continue  # the writer's own `unit.service: ` after its header is no host label
             m = pattern.match(msg)
             if m:
                 groups = m.groupdict()
@@ -328,6 +353,14 @@ def _inline_code(msg: str) -> str:
 _DOCKER_JSON = re_compile(r'^\s*\{"log":\s*"')
 _CRI = re_compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] ")
 _ENTITY = re_compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|quot|amp|lt|gt|apos|nbsp);")
+# A log exported as CSV rows of time and message (CloudWatch Logs Insights' `@timestamp,@message`
+# download): the message unquoted (`""` is one `"`), behind its stamp. A digit after the comma is
+# Python logging's milliseconds (`09:14:02,118 - INFO`), not a row.
+_CSV_ROW = re_compile(r'(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?),'
+                      r'(?:"(?P<quoted>(?:[^"]|""){0,65536})"|(?P<bare>[^"\d].*|))$')
+# `journalctl -o json`: one record a line, the line in MESSAGE, the time in __REALTIME_TIMESTAMP
+# (microseconds since the epoch, given back as an epoch stamp that peel_prefixes reads).
+_JOURNAL_JSON = re_compile(r'^\s*\{"(?:__CURSOR|__REALTIME_TIMESTAMP|__MONOTONIC_TIMESTAMP|MESSAGE|PRIORITY|_[A-Z_]+)"\s*:')
 
 
 def unwrap(text: str) -> str:
@@ -342,9 +375,23 @@ def unwrap(text: str) -> str:
             line = record["log"].rstrip("\n")
             time = record.get("time")
             text = f"{time} {line}" if isinstance(time, str) else line
+    elif '"MESSAGE"' in text and _JOURNAL_JSON.match(text):
+        import json
+        try:
+            record = json.loads(text)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("MESSAGE"), str):
+            line = record["MESSAGE"].rstrip("\n")
+            usec = record.get("__REALTIME_TIMESTAMP")
+            text = (f"{int(usec) // 10**6}.{int(usec) % 10**6:06d} {line}"
+                    if isinstance(usec, str) and usec.isdigit() and len(usec) == 16 else line)
     m = _CRI.match(text) if text[:1].isdigit() else None
     if m:
         text = m.group(1) + " " + text[m.end():]
+    elif m is None and text[:1].isdigit() and "," in text[19:36] and (m := _CSV_ROW.match(text)):
+        quoted = m["quoted"]
+        text = m.group(1) + " " + (quoted.replace('""', '"') if quoted is not None else m["bare"])
     if "&" in text and _ENTITY.search(text):
         import html  # html.entities is a large table: only for lines that hold an entity
         text = html.unescape(text)
@@ -379,7 +426,7 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0, file_rank: int | N
         text = raw.text
         text = visible_text(text) if "\x1b" in text or "\r" in text else text.rstrip()
         cut = text[:MATCH_LIMIT + 512]
-        if '{"log"' in cut or "&" in cut or cut[:1].isdigit():
+        if '{"log"' in cut or "&" in cut or cut[:1].isdigit() or '"MESSAGE"' in cut:
             cut = unwrap(cut)
         msg, rank, task, host, ts = _peel(cut if cut.isascii() else plain_chars(cut))
         msg = msg[:MATCH_LIMIT]
@@ -391,10 +438,13 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0, file_rank: int | N
             rank = file_rank
         if "\\n" in msg and _ESCAPED_TRACEBACK.search(msg):
             # torchelastic's error.json (and other JSON) holds a traceback as one string with
-            # `\n` escapes: read it as the lines it stands for, all at this line number.
-            for part in msg.replace('\\"', '"').split("\\n"):
+            # `\n` escapes, and a wrapper's `stderr: b'...'` a whole job's output: read it as
+            # the lines it stands for, all at this line number, each with its own labels.
+            for part in _unescape(msg).split("\n"):
                 if part.strip():
-                    yield Line(raw.source, raw.lineno, part, part.strip(), rank, host, ts, index,
-                               task)
+                    part_msg, part_rank, part_task, part_host, _ = _peel(part)
+                    yield Line(raw.source, raw.lineno, part, part_msg,
+                               rank if part_rank is None else part_rank, host or part_host, ts,
+                               index, task if part_task is None else part_task)
             continue
         yield Line(raw.source, raw.lineno, text, msg, rank, host, ts, index, task)

@@ -33,6 +33,11 @@ MAX_JOINED = 64 * 1024  # a wrapped line is never rebuilt past this
 
 _ESCAPE = re_compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "/": "/", "0": "\0"}
+# A short label before a repr that holds a whole output (`stderr: b'...'`, `Output: '...'`), as
+# a wrapper prints subprocess.run's captured streams or a CalledProcessError's.
+# Only a stream's name: a message's own repr (`KeyError: 'a\\nb'`) stays one line.
+_LABELLED_REPR = re_compile(r"((?i:std(?:out|err)|output|err|out|logs?|captured std(?:out|err))"
+                            r"(?: output)?[ \t]?[:=][ \t]?)(?=b?['\"])")
 _DIGITS = re_compile(r"\d+")
 _LABEL_LIKE = re_compile(r"[\d>|#-]")
 _FRAME_END = re_compile(r'", line \d+, in [\w<>.]+$')
@@ -71,13 +76,18 @@ def split_escaped(text: str) -> list[str] | None:
                 value = None
         if isinstance(value, str) and "\n" in value:
             return value.rstrip("\n").split("\n")
+    head = []
+    m = _LABELLED_REPR.match(body) if body[:1] in "CEOLSceols" else None
+    if m and body.count("\\n", m.end(1)) >= 2:
+        # a wrapper's `stderr: b'...'`: the label on a line of its own, then the repr's lines
+        head, body = [m.group(1).rstrip()], body[m.end(1):]
     for opener in ("b'", 'b"', "'", '"'):  # a Python repr: drop its quotes
         if body.startswith(opener) and body.endswith(opener[-1]) and len(body) > len(opener):
             body = body[len(opener):-1]
             break
     else:  # an escaped traceback inside a message is normalize.py's (at its line's number)
         return None
-    return _unescape(body).rstrip("\n").split("\n") if "\\n" in body else None
+    return head + _unescape(body).rstrip("\n").split("\n") if "\\n" in body else None
 
 
 def _ruler(text: str) -> bool:

@@ -57,7 +57,8 @@ _BARE_NAME = re_compile(r"^[A-Za-z_]\w{0,200}$")  # a function's name alone on i
 _PY_FRAME_HEAD = re_compile(r'^File "')  # the start of a frame line (a wrapped one lacks the rest)
 _IPY_ARROW = re_compile(r"^-+> ?\d+\s+(?P<src>.+)$")
 # the head's start when rich's box wrapped a long path, and its `❱ LINE │ │ code` source line
-_RICH_PATH_HEAD = re_compile(r"^(?:/|~|[A-Za-z]:\\)(?:[^\s:]{1,1024}|\S{1,1024}?\.py:\d+ in)$")
+# (the box may break it inside the line number too: `.../config.py:65` + `6 in _configure_train_batch_size`)
+_RICH_PATH_HEAD = re_compile(r"^(?:/|~|[A-Za-z]:\\)(?:[^\s:]{1,1024}|\S{1,1024}?\.py:\d+(?: in)?)$")
 _RICH_ARROW = re_compile(r"^❱\s*\d+\s+(?:│\s*)*(?P<src>\S.*)$")
 _CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")

@@ -48,7 +48,27 @@ CASES = [
     ("2024-02-20 21:46:23 | INFO | model_worker | Loading the model", "Loading the model", None, None),
     ("0 | model | GPT2LMHeadModel | 124 M", "0 | model | GPT2LMHeadModel | 124 M", None, None),
     ("loss  | 0.5312", "loss  | 0.5312", None, None),
+    # moreutils `ts` stamps with no date (`ts -s`, `ts -i`, `ts '%.T'`, `ts '%.s'`) and rich's
+    # log column, in front of rank labels and frames
+    ("00:00:05 [rank0]: Traceback (most recent call last):", "Traceback (most recent call last):", 0, None),
+    ('14:03:07.512208   File "/x/train.py", line 9, in <module>', 'File "/x/train.py", line 9, in <module>',
+     None, None),
+    ("1796518808.408548 [rank1]: ValueError: expected input of shape [4, 8]",
+     "ValueError: expected input of shape [4, 8]", 1, None),
+    ("1796518808 [1,0]<stderr>:KeyError: 'label_ids'", "KeyError: 'label_ids'", 0, None),
+    ("[14:03:07] ERROR    Training crashed", "ERROR    Training crashed", None, None),
+    # journalctl's -o short-iso(-precise) and -o short(-precise): the host and the writer's
+    # `name[pid]: ` after the stamp; a unit the writer names after it is no host label
+    ("2026-12-06T00:53:01.001371+0000 gpu-node-07 train.sh[48213]: [rank1]: KeyError: 'label_ids'",
+     "KeyError: 'label_ids'", 1, None),
+    ("Dec 06 00:53:01.001371 gpu-node-07 python3[812]:   File \"/w/train.py\", line 47, in main",
+     'File "/w/train.py", line 47, in main', None, None),
+    ("Jan 10 08:45:05 gpu-4 systemd[1]: train-llm.service: A process of this unit has been killed",
+     "train-llm.service: A process of this unit has been killed", None, None),
     # Not prefixes: an exception name, a plain message, NCCL's own host:pid:tid label, tools.
+    ("12:30 run started", "12:30 run started", None, None),
+    ("1234567890123 samples seen", "1234567890123 samples seen", None, None),
+    ("0.000011 rank 0 step 0 loss 0.4186", "0.000011 rank 0 step 0 loss 0.4186", None, None),
     ("collect2: error: ld returned 1 exit status", "collect2: error: ld returned 1 exit status", None, None),
     ("libcudart.so.11.0: cannot open shared object file: No such file or directory",
      "libcudart.so.11.0: cannot open shared object file: No such file or directory", None, None),
@@ -201,3 +221,89 @@ def test_a_line_anchored_rule_still_reads_a_ray_deduplicated_traceback(tmp_path)
     ]) + "\n")
     d = diagnose_job([str(log)], default_rules())
     assert (d["category"], d["rule"]) == ("connection_failure", "connection_failure.store_connect_errno")
+
+
+def test_a_traceback_behind_dateless_ts_stamps_is_read(tmp_path):
+    """moreutils' `ts '%.T'`, `ts '%.s'` and `ts -i` in front of every line of a real torchrun job
+    (rank 1 raised a KeyError): the rank's own exception still ends the job (`unknown`), not its
+    peer's lost connection that follows it."""
+    from pathlib import Path
+    from classifier.diagnosis.diagnose import diagnose_job
+    job = (Path(__file__).parents[2] / "corpus/unknown/user_exc_torchrun_norecord.log").read_text()
+    for n, stamp in enumerate(("14:03:07.512208 ", "1796518808.408548 ", "00:00:01 ")):
+        log = tmp_path / f"job{n}.log"
+        log.write_text("".join(stamp + line + "\n" for line in job.splitlines()))
+        assert diagnose_job([str(log)])["category"] == "unknown", stamp
+
+
+def test_a_traceback_behind_journald_headers_is_read(tmp_path):
+    """`journalctl -o short-iso-precise` / `-o short-precise` of a unit that ran a real torchrun
+    job (rank 1 raised a KeyError): `unknown`, not the peer's lost connection."""
+    from pathlib import Path
+    from classifier.diagnosis.diagnose import diagnose_job
+    job = (Path(__file__).parents[2] / "corpus/unknown/user_exc_torchrun_norecord.log").read_text()
+    for n, stamp in enumerate(("2026-12-06T00:53:01.001371+0000 gpu-node-07 train.sh[48213]: ",
+                               "Dec 06 00:53:01.001371 gpu-node-07 train.sh[48213]: ")):
+        log = tmp_path / f"job{n}.log"
+        log.write_text("".join(stamp + line + "\n" for line in job.splitlines()))
+        assert diagnose_job([str(log)])["category"] == "unknown", stamp
+
+
+def test_journald_json_records_are_unwrapped():
+    """`journalctl -o json`: the line is the record's MESSAGE, its time __REALTIME_TIMESTAMP."""
+    rec, other = _lines(
+        '{"__CURSOR":"s=ab12;i=7","__REALTIME_TIMESTAMP":"1796518808037000","_HOSTNAME":"gpu-node-07",'
+        '"SYSLOG_IDENTIFIER":"python3","_PID":"48213","MESSAGE":"[rank1]: KeyError: \'label_ids\'"}',
+        '{"MESSAGE_ID": 3, "note": "x"}')
+    assert (rec.msg, rec.rank, rec.ts) == ("KeyError: 'label_ids'", 1, 1796518808.037)
+    assert other.msg == '{"MESSAGE_ID": 3, "note": "x"}'
+
+
+def test_a_wrappers_captured_stream_repr_is_read_as_lines(tmp_path):
+    """A launcher script that prints subprocess.run's `stderr: b'...'` after its own
+    CalledProcessError: the job's lines inside the repr are read one by one, so the rank's own
+    KeyError, not its peer's lost connection, ends the job."""
+    from classifier.diagnosis.diagnose import diagnose_job
+    job = ("rank 0 step 0 loss 0.3149\n"
+           "[rank1]: Traceback (most recent call last):\n"
+           '[rank1]:   File "/work/train.py", line 47, in main\n'
+           '[rank1]:     raise KeyError("label_ids")\n'
+           "[rank1]: KeyError: 'label_ids'\n"
+           "[rank0]: Traceback (most recent call last):\n"
+           '[rank0]:   File "/work/train.py", line 42, in main\n'
+           "[rank0]:     dist.all_reduce(p.grad)\n"
+           "[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+           "by peer [127.0.0.1]:15531. This is typically caused by a remote worker crashing.\n")
+    log = tmp_path / "launch.log"
+    log.write_text("subprocess.CalledProcessError: Command '['torchrun', 'train.py']' returned non-zero exit "
+                   "status 1.\nstderr: " + repr(job.encode()) + "\n")
+    assert diagnose_job([str(log)])["category"] == "unknown"
+    # a message's own repr with escapes stays one line
+    one, = _lines("KeyError: 'a\\nb\\nc'")
+    assert one.msg == "KeyError: 'a\\nb\\nc'"
+
+
+def test_csv_exported_rows_are_unwrapped(tmp_path):
+    """CloudWatch Logs Insights' CSV download (`@timestamp,@message`, quotes doubled): each row is
+    its stamp and message, so a real torchrun job's traceback is read (`unknown`, rank 1's own
+    KeyError) and Python logging's `09:14:02,118` milliseconds stay a stamp."""
+    import csv
+    import io
+    from pathlib import Path
+    from classifier.diagnosis.diagnose import diagnose_job
+    quoted, bare, logging_ms = _lines(
+        '2026-12-06 00:53:03.003,"[rank1]:   File ""/w/train.py"", line 77, in <module>"',
+        "2026-12-06 00:53:02.002,[rank1]: Traceback (most recent call last):",
+        "2024-03-11 09:14:02,118 - INFO - trainer - step 4")
+    assert (quoted.msg, quoted.rank, quoted.ts is not None) == ('File "/w/train.py", line 77, in <module>', 1, True)
+    assert (bare.msg, bare.rank) == ("Traceback (most recent call last):", 1)
+    assert logging_ms.msg == "trainer - step 4"
+    job = (Path(__file__).parents[2] / "corpus/unknown/user_exc_torchrun_norecord.log").read_text()
+    out = io.StringIO()
+    rows = csv.writer(out)
+    rows.writerow(["@timestamp", "@message"])
+    for i, line in enumerate(job.splitlines()):
+        rows.writerow([f"2026-12-06 00:53:{i % 60:02d}.{i:03d}", line])
+    log = tmp_path / "logs-insights-results.csv"
+    log.write_text(out.getvalue())
+    assert diagnose_job([str(log)])["category"] == "unknown"
