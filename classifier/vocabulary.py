@@ -56,6 +56,7 @@ EXCEPTION_TERMS = (
              r"|mmap|curses|resource|termios)\.error)(?::|\x1b|\\|$)"),
 )
 _GLUED_NAME = r"[A-Z][A-Za-z0-9]*?(?:Error|Exception)"
+_CMD_UNKNOWN = ("pas reconnu en tant que commande", "no se reconoce como un comando", "reconhecido como um comando", "riconosciuto come comando", "внутренней или внешней командой", "不是内部或外部命令", "不是內部或外部命令", "内部コマンドまたは外部コマンド", "내부 또는 외부 명령")  # cmd.exe's "not recognized as an internal or external command" in fr, es, pt, it, ru, zh, ja, ko
 # Launchers re-raise a child's failure under their own name; these are echoes, not causes.
 ECHO_TERMS = (
     Term(r"ChildFailedError", ("childfailederror",), raw="ChildFailedError"),
@@ -103,10 +104,10 @@ OTHER_FAILURE_TERMS = (
     Term(r"terminated by signal SIG[A-Z]+", ("terminated by signal",), raw="terminated by signal"),
     # DataLoader's worker signal handler: `ERROR: Unexpected floating-point exception encountered in worker.`
     Term(r"Unexpected [\w -]{3,40} encountered in worker", ("encountered in worker",), raw="encountered in worker"),
-    # a launch that never started: `bash: deepspeed: command not found`, cmd's `'x' is not recognized as an internal or external command`, `exec format error`
+    # a launch that never started: `bash: deepspeed: command not found`, cmd's `'x' is not recognized as an internal or external command` (also in its own language), `exec format error`
     Term(r": command not found\b|\bcommand not found: \S|\bis not recognized as (?:an internal or external command|the name of a cmdlet)|\bexec format error"
-         r"|\bsyntax error near unexpected token\b", ("command not found", "is not recognized as", "exec format error", "syntax error near unexpected"),
-         raw="command not found|is not recognized as|exec format error|syntax error near unexpected"),
+         r"|\bsyntax error near unexpected token\b|" + "|".join(_CMD_UNKNOWN), ("command not found", "is not recognized as", "exec format error", "syntax error near unexpected") + _CMD_UNKNOWN,
+         raw="command not found|is not recognized as|exec format error|syntax error near unexpected|" + "|".join(_CMD_UNKNOWN)),
     # dash (Debian's /bin/sh) names a missing command with the script's line number: `train.sh: 1: srun: not found`, `/bin/sh: 3: deepspeed: not found`
     Term(r"^[\w./-]{1,255}: \d{1,9}: [\w./+-]{1,255}: not found\b", (": not found",), raw=": not found"),
     Term(r"can't open file ['\"].{1,1024}?['\"]: \[Errno \d+\]", ("can't open file",), raw="t open file"),  # python3 without its script

@@ -256,6 +256,12 @@ _SIGNAL_DEATHS = [
     "ERROR 403: Forbidden.",
     "Client error '401 Unauthorized' for url 'https://example.org/v1/models'",
     "'torchrun' is not recognized as an internal or external command,",
+    # ... in the language Windows speaks (French with a typographic apostrophe, Spanish, Chinese, Japanese, Russian)
+    "'CUDA_VISIBLE_DEVICES' n’est pas reconnu en tant que commande interne",
+    "'deepspeed' no se reconoce como un comando interno o externo,",
+    "'torchrun' 不是内部或外部命令，也不是可运行的程序",
+    "'python3' は、内部コマンドまたは外部コマンド、",
+    "\"accelerate\" не является внутренней или внешней командой, исполняемой программой или пакетным файлом.",
     "deepspeed : The term 'deepspeed' is not recognized as the name of a cmdlet, function, script file, or operable program.",
     "exec /opt/conda/bin/python: exec format error",
     "./train.sh: line 12: syntax error near unexpected token `fi'",
