@@ -181,6 +181,10 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     if winner is not None and run_resumed(winner, collector.hits, signals):
         winner = None  # the requeued job ran again and finished: nothing ended it
         signals.failed = False
+    if winner is not None and all(signals.restarted_and_finished(line.source, line.lineno)
+                                  for hit in collector.hits for line in hit.lines[-1:]):
+        winner = None  # torchelastic restarted the workers after every hit and the run finished
+        signals.failed = False
     if winner is not None and winner.rule.role == "symptom":
         # The first rank to fail crashed (its launcher says so, after the fact): the lost
         # connections and timeouts of its peers are echoes of a crash no category explains.
