@@ -191,6 +191,16 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         crash = crash_echoed(collector.hits, signals)
         if crash is not None:
             unexplained, winner = crash, None
+    if winner is not None and winner.rule.category == "connection_failure" and winner.rule.role == "cause":
+        # A connect failure after torchelastic reported a worker's failure is a round it
+        # restarted (`--max_restarts`) that could not connect its gloo mesh, however many lines
+        # (LOGLEVEL=INFO) lie between: the first attempt's failure decides.
+        late = [hit for hit in collector.hits if hit.rule.category == "connection_failure"
+                and hit.rule.role == "cause" and hit.lines
+                and signals.first_worker_failed.get(hit.lines[0].source, hit.lines[0].lineno) < hit.lines[0].lineno]
+        if late and winner in late:
+            collector.hits = [hit for hit in collector.hits if all(hit is not h for h in late)]
+            winner = pick_root_cause(collector.hits, signals.root_rank)
     if winner is not None and winner.rule.role == "symptom":
         unexplained = first_unexplained_exception(collector.hits, signals, deferred.tracebacks.records)
         if symptom_overruled(winner, collector.hits, signals, unexplained):

@@ -105,6 +105,7 @@ class FailureSignals:
         self._root_left = 0
         self.crash = None              # (line, signal, rank or None): the first rank to fail crashed
         self._worker_failed = {}       # source -> line number of torchelastic's last worker failure
+        self.first_worker_failed = {}  # source -> line number of its first
         self._exit_seen = False        # a launcher already named the first rank to fail
         self.last_lineno = {}          # source -> number of its last non-empty line
         self.exceptions = []           # the first real (non-echo) exception lines, bounded
@@ -171,6 +172,7 @@ class FailureSignals:
         self._last_failure[line.source] = line.lineno
         if kind == MARKER and "failed (exitcode" in gist and ELASTIC_WORKER_FAILED.search(msg):
             self._worker_failed[line.source] = line.lineno
+            self.first_worker_failed.setdefault(line.source, line.lineno)
         if kind == ECHOED:
             self.last_echo = line
         elif kind == AFTERMATH:

@@ -69,3 +69,18 @@ def test_a_summary_that_counts_no_failure_is_no_failure(tmp_path):
     healthy = FINISHED + "eval: 200 samples, errors=0, failed=0\nsummary: 0 ERROR, 0 FAILED, 12 PASSED\nFAILED: 0\n"
     assert _diagnose(tmp_path, healthy)["category"] == "none"
     assert _diagnose(tmp_path, FINISHED + "summary: 2 FAILED, 10 PASSED\n")["category"] == "unknown"
+
+
+def test_a_restarted_rounds_connect_failure_far_after_the_report_is_its_echo(tmp_path):
+    # LOGLEVEL=INFO: the agent's rendezvous lines put the restarted round's gloo failure more
+    # than the rules' 50 lines of context after the report; the first attempt's error decides.
+    rendezvous = "".join(f"I1206 01:56:07.543000 15475 torch/distributed/elastic/agent/server/api.py:553]   key_{i}=value\n"
+                         for i in range(60))
+    restarted = ("[E1206 01:57:23.077279184 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with "
+                 "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: "
+                 "SO_ERROR: Connection refused, remote=[127.0.0.1]:21399$1\n")
+    d = _diagnose(tmp_path, FIRST_ATTEMPT + rendezvous + restarted + FAILED_AGAIN)
+    assert d["category"] == "unknown"
+    assert "transient error reading shard 3" in d["evidence"][0]["text"]
+    # the same failure with no worker reported failed before it is the network's
+    assert _diagnose(tmp_path, rendezvous + restarted + FAILED_AGAIN)["category"] == "connection_failure"
