@@ -194,7 +194,7 @@ OTHER_FAILURE_TERMS = (
          ("slurmstepd",), raw="slurmstepd(?:-[A-Za-z0-9_.-]+)?: error:"),
     # C++ extensions' NCCL check macros: `NCCL Error at global_exchange.cpp:16 value 4`
     Term(r"\bNCCL [Ee]rror (?:at|in)\b", ("nccl error",), raw="NCCL [Ee]rror (?:at|in)"),
-    Term(r"FAILED\b", ("failed",), raw=r"FAILED(?:[^A-Za-z0-9_]|$)"),
+    Term(r"(?<!\b0 )FAILED\b(?!\s?[:=]\s?0\b)", ("failed",), raw=r"FAILED(?:[^A-Za-z0-9_]|$)"),  # not `0 FAILED`, `FAILED: 0`
     # glog FATAL lines from C++ (`F1203 12:00:01.123 ...`): no word to gate on, only the shape.
     Term(r"\bF\d{4} \d\d:\d\d:\d\d", gate_pattern=r"[ef]\d{4} \d\d:\d\d:\d\d",
          raw=r"F\d{4} \d\d:\d\d:\d\d", scan=_each(r"F{}\d{3} \d\d:\d\d:\d\d", "0123456789")),

@@ -181,12 +181,26 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     if winner is not None and run_resumed(winner, collector.hits, signals):
         winner = None  # the requeued job ran again and finished: nothing ended it
         signals.failed = False
+    if winner is not None and all(signals.restarted_and_finished(line.source, line.lineno)
+                                  for hit in collector.hits for line in hit.lines[-1:]):
+        winner = None  # torchelastic restarted the workers after every hit and the run finished
+        signals.failed = False
     if winner is not None and winner.rule.role == "symptom":
         # The first rank to fail crashed (its launcher says so, after the fact): the lost
         # connections and timeouts of its peers are echoes of a crash no category explains.
         crash = crash_echoed(collector.hits, signals)
         if crash is not None:
             unexplained, winner = crash, None
+    if winner is not None and winner.rule.category == "connection_failure" and winner.rule.role == "cause":
+        # A connect failure after torchelastic reported a worker's failure is a round it
+        # restarted (`--max_restarts`) that could not connect its gloo mesh, however many lines
+        # (LOGLEVEL=INFO) lie between: the first attempt's failure decides.
+        late = [hit for hit in collector.hits if hit.rule.category == "connection_failure"
+                and hit.rule.role == "cause" and hit.lines
+                and signals.first_worker_failed.get(hit.lines[0].source, hit.lines[0].lineno) < hit.lines[0].lineno]
+        if late and winner in late:
+            collector.hits = [hit for hit in collector.hits if all(hit is not h for h in late)]
+            winner = pick_root_cause(collector.hits, signals.root_rank)
     if winner is not None and winner.rule.role == "symptom":
         unexplained = first_unexplained_exception(collector.hits, signals, deferred.tracebacks.records)
         if symptom_overruled(winner, collector.hits, signals, unexplained):

@@ -58,6 +58,11 @@ _B_ROOT = bits(ROOT_CAUSE)
 FIRST_EXIT = re_compile(r"exits with return code = (?P<code>-?\d+)|"
                         r"process (?P<rank>\d+) terminated with signal (?P<signal>SIG[A-Z]+)")
 _B_EXIT = bits("return code = ", "terminated with signal")
+# torchelastic's agent reporting a worker that failed (api.py: `failed (exitcode: 1) local_rank:
+# 1 (pid: ...) of binary: ...`). With `--max_restarts` it then restarts the worker group (its
+# `will restart worker group` is an INFO line torchrun does not print by default); without, the
+# ChildFailedError traceback and its summary follow.
+ELASTIC_WORKER_FAILED = re_compile(r"failed \(exitcode: -?\d+\) local_rank: \d+")
 CRASH_CODES = {"-11": "SIGSEGV", "-6": "SIGABRT"}
 
 
@@ -99,6 +104,8 @@ class FailureSignals:
         self.root_exitcode = None
         self._root_left = 0
         self.crash = None              # (line, signal, rank or None): the first rank to fail crashed
+        self._worker_failed = {}       # source -> line number of torchelastic's last worker failure
+        self.first_worker_failed = {}  # source -> line number of its first
         self._exit_seen = False        # a launcher already named the first rank to fail
         self.last_lineno = {}          # source -> number of its last non-empty line
         self.exceptions = []           # the first real (non-echo) exception lines, bounded
@@ -163,6 +170,9 @@ class FailureSignals:
             return
         self.failed = True
         self._last_failure[line.source] = line.lineno
+        if kind == MARKER and "failed (exitcode" in gist and ELASTIC_WORKER_FAILED.search(msg):
+            self._worker_failed[line.source] = line.lineno
+            self.first_worker_failed.setdefault(line.source, line.lineno)
         if kind == ECHOED:
             self.last_echo = line
         elif kind == AFTERMATH:
@@ -230,9 +240,23 @@ class FailureSignals:
         return any(n > line.lineno and _matches(patterns, msg) for n, msg in zip(numbers, tail))
 
     def survived(self) -> bool:
-        """True when every file that shows a failure ends with a success marker after it."""
+        """True when every file that shows a failure ends with a success marker after it, or
+        with its run restarted by the elastic agent and finished (`restarted_and_finished`)."""
         return bool(self._last_failure) and all(
-            self._last_success.get(src, 0) > lineno for src, lineno in self._last_failure.items())
+            self._last_success.get(src, 0) > lineno or self.restarted_and_finished(src)
+            for src, lineno in self._last_failure.items())
+
+    def restarted_and_finished(self, source: str, after: int = 0) -> bool:
+        """Did torchelastic restart the workers after the input's last failure (the agent's
+        report of a failed worker is that failure, and no ChildFailedError followed it), and
+        did the run then say, in its last lines, that it finished? (`--max_restarts`: the first
+        attempt's traceback is one the job recovered from.) `after`: a line the restart must
+        follow too."""
+        restart = self._worker_failed.get(source)
+        if restart is None or restart < self._last_failure.get(source, 0) or restart < after:
+            return False
+        return any(n > restart and RUN_END.search(msg)
+                   for n, msg in zip(self._tail_linenos.get(source, ()), self._tails.get(source, ())))
 
     def ends_mid_run(self) -> bool:
         """True when an input's last lines report training steps with no sign of the run

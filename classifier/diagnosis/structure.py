@@ -228,7 +228,7 @@ def _structure_only(rules: list["Rule"]) -> list["Rule"]:
     return kept[1]
 
 
-def keep_hit(hit: Hit, by_line: dict, training_at=None) -> bool:
+def keep_hit(hit: Hit, by_line: dict, training_at=None, twins: dict | None = None) -> bool:
     """Does a pattern hit of a rule with a structure block meet it on its exception?"""
     structure = hit.rule.structure
     if structure is None:
@@ -236,6 +236,7 @@ def keep_hit(hit: Hit, by_line: dict, training_at=None) -> bool:
     for line in hit.lines:
         raised = by_line.get((line.source, line.lineno))
         if raised is not None:
+            raised = _twin(raised, twins)
             return meets(structure, raised, _at(training_at, raised.line)) is not None
     # No traceback around the matched line: only exclusions could be checked, and none failed;
     # a lone decode error says ds_config only inside a training job or in the loader's own
@@ -252,6 +253,30 @@ def keep_hit(hit: Hit, by_line: dict, training_at=None) -> bool:
 def index_by_line(records: list["Raised"]) -> dict:
     """{(source, line number of the exception line): exception}."""
     return {(r.line.source, r.line.lineno): r for r in records if r.line is not None}
+
+
+def _own_frames(raised: "Raised") -> bool:
+    return any(not _STDLIB.search(f.file) for f in raised.frames)
+
+
+def index_twins(records: list["Raised"]) -> dict:
+    """{(type, message): the first exception with frames of the program's own code}: the same
+    error that every rank raised, once with the frames that say who read the file."""
+    twins = {}
+    for r in records:
+        if r.type and r.message and (r.type, r.message) not in twins and _own_frames(r):
+            twins[(r.type, r.message)] = r
+    return twins
+
+
+def _twin(raised: "Raised", twins: dict | None) -> "Raised":
+    """A traceback cut above the program's own frames (the last lines of a paste keep a rank's
+    json/decoder.py frames and its message) is judged by its twin on another rank, the same
+    type and message with the frames that say who read the file: rank 1's dataset reader, not
+    a config loader. A lone exception line with no frames at all is left as it is."""
+    if not twins or not raised.frames or _own_frames(raised):
+        return raised
+    return twins.get((raised.type, raised.message), raised)
 
 
 class DeferredHits:
@@ -312,7 +337,8 @@ class DeferredHits:
         back from raising statements (classifier.diagnosis.raisesite)."""
         records = self.tracebacks.finish()
         by_line = index_by_line(records)
-        out = [h for h in self._pending if keep_hit(h, by_line, self.training_at)]
+        twins = index_twins(records) if self._pending else None
+        out = [h for h in self._pending if keep_hit(h, by_line, self.training_at, twins)]
         covered: dict[str, list[int]] = {}
         for hit in list(hits) + out:
             for line in hit.lines:

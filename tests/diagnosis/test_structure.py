@@ -43,6 +43,33 @@ def test_the_same_decode_error_is_config_or_data_by_its_caller(tmp_path):
     assert "utils.py:jload" in data["remediation"][0] and "not by the DeepSpeed config" in data["remediation"][0]
 
 
+def test_a_traceback_cut_above_its_own_frames_is_judged_by_its_twin_on_another_rank(tmp_path):
+    # The last lines of a deepspeed-launcher job (torch 2.13): rank 0's traceback keeps only
+    # json's frames, rank 1's the same error under the script's dataset reader.
+    tail = """\
+[rank0]:   File "/usr/lib/python3.11/json/decoder.py", line 353, in raw_decode
+[rank0]:     obj, end = self.scan_once(s, idx)
+[rank0]: json.decoder.JSONDecodeError: Invalid control character at: line 1 column 41 (char 40)
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/work/job.py", line 100, in main
+[rank1]:     recs = load_records(a.data)
+[rank1]:   File "/work/job.py", line 40, in load_records
+[rank1]:     recs.append(json.loads(line))
+[rank1]:   File "/usr/lib/python3.11/json/decoder.py", line 353, in raw_decode
+[rank1]:     obj, end = self.scan_once(s, idx)
+[rank1]: json.decoder.JSONDecodeError: Invalid control character at: line 1 column 41 (char 40)
+[2026-12-06 01:40:20,083] [ERROR] [launch.py:259:sigkill_handler] ['/usr/bin/python', '-u', 'job.py', '--local_rank=1'] exits with return code = 1
+"""
+    assert _diagnose(tmp_path, tail)["category"] == "unknown"
+    # the twin under DeepSpeed's config loader still names the config
+    config = tail.replace("recs = load_records(a.data)", "engine = deepspeed.initialize(config=a.config)") \
+        .replace('/work/job.py", line 40, in load_records', '/opt/ds/deepspeed/runtime/config.py", line 40, in __init__')
+    assert _diagnose(tmp_path, config)["category"] == "config_json_syntax"
+    # a different message on the other rank is no twin
+    other = tail.replace("line 1 column 41 (char 40)\n[2026", "line 2 column 7 (char 90)\n[2026")
+    assert _diagnose(tmp_path, other)["category"] == "config_json_syntax"
+
+
 def test_a_settings_file_outside_a_training_run_is_not_the_deepspeed_config(tmp_path):
     app = """\
 Traceback (most recent call last):
