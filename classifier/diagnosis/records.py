@@ -22,25 +22,27 @@ _CSV_ROW = re_compile(r'(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-
 _JOURNAL_JSON = re_compile(r'^\s*\{"(?:__CURSOR|__REALTIME_TIMESTAMP|__MONOTONIC_TIMESTAMP|MESSAGE|PRIORITY|_[A-Z_]+)"\s*:')
 
 
+def _json_record(text: str, field: str) -> dict | None:
+    """The JSON object of one line when its `field` is a string, else None."""
+    import json  # only JSON records need it: json costs every start ~1 ms
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get(field), str) else None
+
+
 def unwrap(text: str) -> str:
     """The log line inside a container runtime's record or an HTML-escaped paste."""
     if '{"log"' in text and _DOCKER_JSON.match(text):
-        import json  # only Docker's log lines need it: json costs every start ~1 ms
-        try:
-            record = json.loads(text)
-        except ValueError:
-            record = None
-        if isinstance(record, dict) and isinstance(record.get("log"), str):
+        record = _json_record(text, "log")
+        if record is not None:
             line = record["log"].rstrip("\n")
             time = record.get("time")
             text = f"{time} {line}" if isinstance(time, str) else line
     elif '"MESSAGE"' in text and _JOURNAL_JSON.match(text):
-        import json
-        try:
-            record = json.loads(text)
-        except ValueError:
-            record = None
-        if isinstance(record, dict) and isinstance(record.get("MESSAGE"), str):
+        record = _json_record(text, "MESSAGE")
+        if record is not None:
             line = record["MESSAGE"].rstrip("\n")
             usec = record.get("__REALTIME_TIMESTAMP")
             text = (f"{int(usec) // 10**6}.{int(usec) % 10**6:06d} {line}"
