@@ -152,15 +152,30 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         if line.rank is not None:
             ranks_seen.add(line.rank)
 
+    def read_head(lines):
+        # A big input's head lines that no window reaches tell who took part (ranks, hosts,
+        # steps, the run's markers); the matching and the structure readers skip them, as
+        # they skip the middle of the input.
+        for line in lines:
+            if not line.light:
+                yield line
+                continue
+            if mask_of is not None:
+                line.lits = mask_of(line.msg)
+            feed_signals(line)
+            feed_witness(line)
+            if line.rank is not None:
+                ranks_seen.add(line.rank)
+
     cut_lines = set()  # (source, lineno) of lines a viewer cut at a column (paste.cut_width)
     for i, path in enumerate(paths):
         if mask_of is None and index.hyperscan_loaded:
             mask_of = masker()
         file_rank = rank_from_path(path)
         try:
-            lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
+            lines = read_head(skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
                                                           limits, deferred.trends.repeats, scanning),
-                                               index=i, file_rank=file_rank, cut=cut_lines))
+                                               index=i, file_rank=file_rank, cut=cut_lines)))
             for hit in scan(lines, index, on_line, warnings, budget, cut_lines, declined):
                 if not deferred.offer(hit):
                     collector.add(hit)
