@@ -95,14 +95,17 @@ def line_spans(chunk, start, count, forward):
     return spans
 
 
-def in_windows(chunk, found, count, owed, past):
+def in_windows(chunk, found, count, owed, past, total, back):
     """Which of the chunk's first `count` lines are read in full (1 in a bytearray): the first
-    `owed` (the last chunk's windows reach them), those from `past` on, and each one a found
-    line's window (found: {offset: (lines before, lines after)}, in order) reaches. The others
-    are a big input's head lines read only for who took part: a test proves every corpus case
-    decided the same with no head at all."""
+    `owed` (the last chunk's windows reach them), those from `past` on, each one a found line's
+    window (found: {offset: (lines before, lines after)}, in order) reaches, and, where `count`
+    runs past the chunk's `total` lines, its last `back` (the next chunk's windows may reach
+    them). The others are a big input's head lines read only for who took part: a test proves
+    every corpus case decided the same with no head at all."""
     full = bytearray(count)
     full[:owed], full[past:] = b"\1" * min(owed, count), b"\1" * max(0, count - past)
+    if count > total:
+        full[max(0, total - back):] = b"\1" * (count - max(0, total - back))
     k, at = 0, 0
     for start, (reach, after) in found.items():
         k, at = k + count_lines(chunk, at, start), start

@@ -153,19 +153,14 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             ranks_seen.add(line.rank)
 
     def read_head(lines):
-        # A big input's head lines that no window reaches tell who took part (ranks, hosts,
-        # steps, the run's markers); the matching and the structure readers skip them, as
-        # they skip the middle of the input.
+        # A big input's head lines that no window reaches hold no keyword: every reader reads
+        # them (who took part, a traceback's frames), only the matching skips them, as it
+        # skips the middle of the input.
         for line in lines:
-            if not line.light:
+            if line.light:
+                on_line(line)
+            else:
                 yield line
-                continue
-            if mask_of is not None:
-                line.lits = mask_of(line.msg)
-            feed_signals(line)
-            feed_witness(line)
-            if line.rank is not None:
-                ranks_seen.add(line.rank)
 
     cut_lines = set()  # (source, lineno) of lines a viewer cut at a column (paste.cut_width)
     for i, path in enumerate(paths):

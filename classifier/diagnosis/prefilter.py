@@ -85,6 +85,15 @@ class _Selector:
         self.budget -= 1
         return RawLine(self.source, lineno, decode_line(data, self.source, self.warnings))
 
+    def _head_line(self, lineno, data):
+        """The HeadLine of line `lineno`: not selected, so no storm counts it (storms.py counts
+        the copies the selection reads), and its readers see every copy."""
+        if len(data) > MAX_LINE:
+            data = data[:MAX_LINE]
+            self.warnings.add("line_truncated", f"{self.source}: lines over {MAX_LINE // 1024} KiB truncated")
+        self.emitted = lineno
+        return HeadLine(self.source, lineno, decode_line(data, self.source, self.warnings))
+
     def whole(self, chunk):
         """Yield every line of a chunk that holds the whole input (it ends with a newline):
         what chunk() yields when head and tail cover it all, in one split."""
@@ -141,8 +150,10 @@ class _Selector:
                 tail = stop = spans[0][0]
                 found[tail] = (BEFORE, len(chunk))
                 found = dict(sorted(found.items()))
-        # Head lines no window reaches are HeadLines, read only for who took part (read.py).
-        full = in_windows(chunk, found, head, owed, max(0, HEAD - self.base)) if head > owed else None
+        full = None
+        if head > owed:  # head lines no window reaches are HeadLines, read for who took part (read.py)
+            total = count_lines(chunk) if total is None else total
+            full = in_windows(chunk, found, head, owed, max(0, HEAD - self.base), total, BACK)
         starts = list(found)
         if starts:
             # Lines from the end of the previous chunk that the first segment reaches back to.
@@ -210,14 +221,6 @@ class _Selector:
             self.owed = max(self.owed, k + after + 1 - total)
         self.stormy = self.storms.dropped - dropped > total // 2
         self._remember(chunk, total)
-
-    def _head_line(self, lineno, data):
-        """The HeadLine of line `lineno`: no storm counts it, as none would with no head."""
-        if len(data) > MAX_LINE:
-            data = data[:MAX_LINE]
-            self.warnings.add("line_truncated", f"{self.source}: lines over {MAX_LINE // 1024} KiB truncated")
-        self.emitted = lineno
-        return HeadLine(self.source, lineno, decode_line(data, self.source, self.warnings))
 
     def _copies_only(self, chunk, found, total):
         """Whether every line found in `chunk` (not the input's last) is a storm's copy past its

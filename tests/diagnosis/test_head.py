@@ -59,3 +59,38 @@ def test_a_small_input_has_no_head_lines(tmp_path):
     data = _big_log(fill=100).encode()
     lines = list(prefilter.select_lines([data], "job.log", Warnings(), RULES.finder("hyperscan")))
     assert lines and not any(isinstance(line, HeadLine) for line in lines)
+
+
+def _essence(result):
+    return (result["category"], result.get("rule"), result.get("confidence"),
+            [(e["line"], e["text"]) for e in result.get("evidence", [])],
+            [(s["category"], s.get("rule")) for s in result.get("secondary", [])],
+            result.get("facts"), result.get("culprit"))
+
+
+def test_a_failure_inside_the_head_is_read_as_a_full_read_does(tmp_path):
+    # Corpus cases (never public-test) set inside a big log's head, read in small chunks so
+    # that windows and tracebacks cross chunk ends: the light head must not lose a frame or
+    # a window (a rich box's raising line, a rank's step) that a full read uses.
+    import random
+
+    from classifier.corpus.evaluate import find_cases, segment_of
+    from conftest import ROOT
+    cases = [log for log, meta in find_cases(ROOT / "corpus")
+             if segment_of(meta) != "public-test" and log.suffix == ".log"]
+    random.Random(11).shuffle(cases)
+    noise = list(healthy_lines(3000, seed=4, tricky=False))
+    checked, differ = 0, []
+    for case in cases[:60]:
+        lines = case.read_text(errors="replace").rstrip("\n").split("\n")
+        if len(lines) > 600:
+            continue
+        at = random.Random(case.name).randrange(100, 1500)
+        log = tmp_path / "job.log"
+        log.write_text("\n".join(noise[:at] + lines + noise[at:]) + "\n")
+        full = _essence(diagnose_job([str(log)], select=False))
+        for chunk in (4096, 65536):
+            if _essence(diagnose_job([str(log)], select="hyperscan", chunk_size=chunk)) != full:
+                differ.append((case.name, chunk))
+        checked += 1
+    assert checked > 40 and not differ, differ
