@@ -271,7 +271,7 @@ EVIDENCE_TERMS = (
          r"|\bAn error has been caught in function '|\]\[(?:ERROR|CRITICAL)\] - "  # loguru's catch, Hydra's record
          # a JSON logger's record and a CLI's own `Error: <why>` (click, docker, a script's exit, Ray's autoscaler event)
          r"|\"(?:level|levelname|severity)\"\s{0,4}:\s{0,4}\"(?i:error|critical|fatal)\"|^(?:\((?:scheduler|autoscaler) \+[\dhms]{1,12}\) )?Error: (?!None\b)[A-Za-z]",
-         ("error", "critical", "fatal"), raw=r"(?:ERROR|CRITICAL|FATAL)[:\s]|\[(?:ERROR|CRITICAL)[\]|]|error has been caught"
+         ("error", "critical", "fatal"), raw=r"(?:ERROR|CRITICAL|FATAL)[:\s]|\[(?:ERROR|CRITICAL)[\]|]|\[(?:error|critical|fatal) *\]|level=\"?(?i:error|fatal|critical)|error has been caught"
          r'|(?i:level|levelname|severity)\\?"\s{0,4}:\s{0,4}\\?"(?i:error|critical|fatal)|Error: '),
     # glog / c10 ERROR lines (`E0301 10:05:11.223 42 api.py:869]`, `[E ProcessGroupNCCL.cpp:12]`), not absl's pre-init `E0000 00:00:` (TF's noise)
     Term(r"^\[?E(?!0000)\d{4} \d\d:\d\d:\d\d[.\d]{0,10}\s{1,8}\d{1,10} [^\s\]]{1,300}:\d{1,6}\]"

@@ -299,6 +299,12 @@ _SIGNAL_DEATHS = [
     "2024-04-16T14:59:40.459Z FATAL unable to reach the parameter server at 10.0.0.2:6000",
     "[rank1]: 2024-04-16 14:59:40,459 CRITICAL Checkpoint directory does not exist: /ckpt/step_400",
     "[2024-04-16 14:59:40] ERROR: Failed to start the trainer",
+    # the level left at the head: rich's column, journald, structlog; logfmt's level key
+    "[14:59:40] ERROR    Training failed at step 300                 trainer.py:88",
+    "Apr 16 14:59:40 node1 train.sh[4242]: ERROR Can't open the dataset /data/train.arrow",
+    "2024-04-16 14:59:40 [error    ] training failed                 step=300",
+    'time="2024-04-16T14:59:40Z" level=fatal msg="could not mount the dataset volume"',
+    'level=error ts=2024-04-16T14:59:40Z caller=main.go:88 msg="unable to reach the server"',
     # a process's non-zero exit as GNU time and bash's job control print it; a thread's uncaught exception
     "Command exited with non-zero status 1",
     "[1]+  Exit 1                  python train.py --deepspeed ds_config.json",
@@ -403,6 +409,10 @@ _HEALTHY = [
     "2024-04-16 14:59:40,459 WARNING Can't load tokenizer from the cache, downloading it",
     "2024-04-16 14:59:40,459 INFO Error handling is set to strict",
     "[2024-04-16 14:59:40] ERROR: upload failed, retrying in 5s",
+    'time="2024-04-16T14:59:40Z" level=error msg="failed to pull image, retrying" attempt=2',
+    'time="2024-04-16T14:59:40Z" level=info msg="error count: 0"',
+    "2024-04-16 14:59:40 [error    ] upload failed, will retry       attempt=2",
+    "[14:59:40] ERROR    0 errors in the last epoch",
     "2024-05-02T08:11:40.5Z ERROR: pip's dependency resolver does not currently take into account all the packages "
     "that are installed. This behaviour is the source of the following dependency conflicts.",
     "[1]+  Done                    python train.py",
