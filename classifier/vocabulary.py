@@ -327,7 +327,7 @@ EVIDENCE_TERMS = (
          r"|(?:^|\] )Check failed: \S|^curl: \(\d{1,2}\) [A-Z]|^=+ (?:FAILURES|ERRORS) =+$"
          r"|^(?!.{0,400}?(?:[Ww]arning|WARN|INFO))(?:.{0,400}?\b)?[45]\d\d (?:Client|Server) Error[:.] "
          r"|^HTTP Error [45]\d\d: |^ERROR [45]\d\d: [A-Z]|^(?:Client|Server) error '[45]\d\d ",
-         ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error", "http error ", "error 4", "error 5"),
+         ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error", "http error ", "error 4", "error 5", "assert "),
          raw=r"\[Errno|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|E {3,}assert |(?:Client|Server) [Ee]rror[:.' ]|HTTP Error [45]|ERROR [45][0-9][0-9]: "),
     # a job's start that found no program or file, or may not run it (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`,
     # `bash: ./train.sh: Permission denied`; Python's FileNotFoundError / PermissionError message alone (`[Errno 2] No such file or directory: 'x'`)

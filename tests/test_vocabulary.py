@@ -108,6 +108,29 @@ def test_a_glog_fatal_line_is_a_failure_with_the_prefilter_too(tmp_path, select)
     assert diagnose_job([str(log)], select=select) == full
 
 
+# A logger's error record in its forms the signals read (signals._error_record), and pytest's
+# failed assert: the prefilter must keep each line in a big log too.
+_RECORDS = [
+    "2024-04-16 14:59:40,459 ERROR Can't load tokenizer for 'bert-base-chinese'.",
+    "2024-04-16 14:59:40 [error    ] training failed                 step=300",
+    'time="2024-04-16T14:59:40Z" level=fatal msg="could not mount the dataset volume"',
+    "[14:59:40] ERROR    Training failed at step 300                 trainer.py:88",
+    "[2024-04-16 14:59:40] ERROR: Failed to start the trainer",
+    "E       assert 130 in {15, 143, 193}",
+]
+
+
+@pytest.mark.parametrize("select", ["re", "hyperscan"])
+@pytest.mark.parametrize("line", _RECORDS)
+def test_an_error_record_is_a_failure_with_the_prefilter_too(tmp_path, select, line):
+    log = tmp_path / "job.log"
+    healthy = "".join(f"[rank0]: step {i} loss 1.{i % 10}\n" for i in range(6000))
+    log.write_text(healthy + line + "\n" + healthy)
+    full = diagnose_job([str(log)], select=False)
+    assert full["category"] == "unknown"
+    assert diagnose_job([str(log)], select=select) == full
+
+
 # How shells, DataLoader's worker handler and native runtimes report a death no rule owns.
 _SIGNAL_DEATHS = [
     "zsh: segmentation fault  python train.py --deepspeed ds.json",
