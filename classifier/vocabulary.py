@@ -71,8 +71,8 @@ ECHO_TERMS = (
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (
-    Term(r"Traceback \(most recent call last\)|^During handling of the above exception, another|^The above exception was the direct cause of",
-         ("traceback", "above exception"), raw="Traceback|above exception"),  # and the chaining lines between two tracebacks
+    Term(r"Traceback \(most recent call last\)|^Traceback \(most[ a-z]{0,17}$|^During handling of the above exception, another|^The above exception was the direct cause of",
+         ("traceback", "above exception"), raw="Traceback|above exception"),  # also cut in its head; the chaining lines
     # a traceback's frame: pastes often keep the frames and lose the header and the message (smart quotes too, once normalised)
     Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;|“|”)'),
     # IPython/Jupyter marks each frame's current line with an arrow (`--> 123     raise X(`,
@@ -125,7 +125,7 @@ OTHER_FAILURE_TERMS = (
     # Open MPI's non-zero summary and its help blocks that end a launch (no executable, too few slots, no nodes allocated or
     # usable, an init that failed, daemons lost or unreachable, MPI_ERRORS_ARE_FATAL, a peer gone); Hydra's line before the app's traceback; a JVM's main thread
     Term(r"one or more processes exited with non-zero status|^a non-zero exit code\. Per user-direction"
-         r"|^Error executing job with overrides:|^Exception in thread \"main\"|^There are not enough slots available"
+         r"|(?:^|\] )Error executing job with overrides:|^Exception in thread (?:\"main\"|[\w.-]{1,100}(?: \([\w.<>]{1,100}\))?:$)|^There are not enough slots available"
          r"|^(?:mpirun|mpiexec|orterun|prterun|prte) was unable to (?:find|launch|start)\b|^ORTE was unable to reliably"
          r"|^It looks like (?:the function `?)?\w{1,20}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly"
          r"|^\*\*\* An error occurred in MPI_\w|^An MPI communication peer process has unexpectedly disconnected|^[OP]RTE has lost communication with"
@@ -178,9 +178,9 @@ OTHER_FAILURE_TERMS = (
     # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
     Term(r"ABORT!!! Out of all \d+ trainers|Container failed !!!", ("abort!!!", "container failed"), raw=r"ABORT!!!|Container failed !!!"),
     Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",), raw=r"failed \(exitcode"),  # torchelastic
-    Term(r"exit(?:ed with)? (?:code|status):? -?[1-9]", ("exit",), raw=r"exit(?:ed with)? (?:code|status):? -?[1-9]"),
-    Term(r"^Killed$", ("killed",), raw="Killed"),
-    Term(r"^Aborted", ("aborted",), raw="Aborted"),
+    Term(r"exit(?:ed with)? (?:non-zero )?(?:code|status):? -?[1-9]|^\[\d{1,4}\][+-]?\s+Exit [1-9]\d{0,2}\s{2,}\S", ("exit",),  # GNU time's; bash's job report
+         raw=r"exit(?:ed with)? (?:non-zero )?(?:code|status):? -?[1-9]|\][+-]?\s+Exit [1-9]"),
+    Term(r"^Killed$|^Aborted", ("killed", "aborted"), raw="Killed|Aborted"),
     Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
     # Slurm's clients and daemons: MUNGE refusals, bad job credentials, no config source, slurmctld unreachable
     Term(r"\b(?:sbatch|salloc|sbcast|scontrol|scancel|squeue|sinfo|sacct|slurmd|slurmctld|srun): (?:error|fatal):",
@@ -269,9 +269,9 @@ EVIDENCE_TERMS = (
     Term(r"^(?:ERROR|CRITICAL):[\w.]{0,200}:|^\[(?:ERROR|CRITICAL)(?:\]\s|\|[\w.-]{1,200}:\d{1,6}\])"
          r"|^(?:[\w.]{1,200} - )?(?:ERROR|CRITICAL) - |^(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
          r"|\bAn error has been caught in function '|\]\[(?:ERROR|CRITICAL)\] - "  # loguru's catch, Hydra's record
-         # a JSON logger's record and a CLI's own `Error: <why>` (click, docker, a script's exit)
-         r"|\"(?:level|levelname|severity)\"\s{0,4}:\s{0,4}\"(?i:error|critical|fatal)\"|^Error: (?!None\b)[A-Za-z]",
-         ("error", "critical", "fatal"), raw=r"(?:ERROR|CRITICAL)(?::| - | \d\d-\d\d )|\[(?:ERROR|CRITICAL)[\]|]|error has been caught"
+         # a JSON logger's record and a CLI's own `Error: <why>` (click, docker, a script's exit, Ray's autoscaler event)
+         r"|\"(?:level|levelname|severity)\"\s{0,4}:\s{0,4}\"(?i:error|critical|fatal)\"|^(?:\((?:scheduler|autoscaler) \+[\dhms]{1,12}\) )?Error: (?!None\b)[A-Za-z]",
+         ("error", "critical", "fatal"), raw=r"(?:ERROR|CRITICAL|FATAL)[:\s]|\[(?:ERROR|CRITICAL)[\]|]|\[(?:error|critical|fatal) *\]|level=\"?(?i:error|fatal|critical)|error has been caught"
          r'|(?i:level|levelname|severity)\\?"\s{0,4}:\s{0,4}\\?"(?i:error|critical|fatal)|Error: '),
     # glog / c10 ERROR lines (`E0301 10:05:11.223 42 api.py:869]`, `[E ProcessGroupNCCL.cpp:12]`), not absl's pre-init `E0000 00:00:` (TF's noise)
     Term(r"^\[?E(?!0000)\d{4} \d\d:\d\d:\d\d[.\d]{0,10}\s{1,8}\d{1,10} [^\s\]]{1,300}:\d{1,6}\]"
@@ -301,13 +301,13 @@ EVIDENCE_TERMS = (
          r"|^(?:Missing|Unexpected) key\(s\) in state_dict: |^size mismatch for [\w.]{1,300}: copying a param with shape"
          r"|^The size of tensor a \(\d{1,12}\) must match the size of tensor b|^index out of range in self\b"
          r"|^Input type \([\w.]{1,60}\) and weight type \([\w.]{1,60}\) should be the same"
-         r"|^CUDA kernel errors might be asynchronously reported|^For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+         r"|^CUDA kernel errors might be asynchronously reported|^For debugging consider passing CUDA_LAUNCH_BLOCKING=1|^Expected more than 1 value per channel when training\b",
          ("same device", "expected scalar type", "mat1 and mat2", "finished reduction", "does not require grad",
           "one of the variables needed", "backward through the graph", "state_dict", "size mismatch for",
-          "must match the size of tensor", "index out of range in self", "and weight type", "asynchronously reported", "cuda_launch_blocking"),
+          "must match the size of tensor", "index out of range in self", "and weight type", "asynchronously reported", "cuda_launch_blocking", "value per channel"),
          raw=r"same device|expected scalar type|mat1 and mat2|finished reduction|does not require grad|one of the "
              r"variables needed|backward through the graph|state_dict|size mismatch for|must match the size of tensor"
-             r"|index out of range in self|and weight type|asynchronously reported|CUDA_LAUNCH_BLOCKING"),
+             r"|index out of range in self|and weight type|asynchronously reported|CUDA_LAUNCH_BLOCKING|value per channel"),
     # the shell's fatal-signal words in other locales (glibc's strsignal, bash's `core dumped`): zh_CN, ja, de, fr, es, ru, ko
     Term(r"段错误|核心已转储|总线错误|非法指令|セグメンテーション違反|コアダンプ|(?i:speicherzugriffsfehler|speicherabzug"
          r"|erreur de segmentation|violación de segmento|ошибка сегментирования)|세그멘테이션 오류|코어 덤프",
@@ -327,8 +327,8 @@ EVIDENCE_TERMS = (
          r"|(?:^|\] )Check failed: \S|^curl: \(\d{1,2}\) [A-Z]|^=+ (?:FAILURES|ERRORS) =+$"
          r"|^(?!.{0,400}?(?:[Ww]arning|WARN|INFO))(?:.{0,400}?\b)?[45]\d\d (?:Client|Server) Error[:.] "
          r"|^HTTP Error [45]\d\d: |^ERROR [45]\d\d: [A-Z]|^(?:Client|Server) error '[45]\d\d ",
-         ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error", "http error ", "error 4", "error 5"),
-         raw=r"\[Errno|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|(?:Client|Server) [Ee]rror[:.' ]|HTTP Error [45]|ERROR [45][0-9][0-9]: "),
+         ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error", "http error ", "error 4", "error 5", "assert "),
+         raw=r"\[Errno|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|E {3,}assert |(?:Client|Server) [Ee]rror[:.' ]|HTTP Error [45]|ERROR [45][0-9][0-9]: "),
     # a job's start that found no program or file, or may not run it (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`,
     # `bash: ./train.sh: Permission denied`; Python's FileNotFoundError / PermissionError message alone (`[Errno 2] No such file or directory: 'x'`)
     Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env): [^:]{1,255}: (?:No such file or directory|Permission denied)"

@@ -108,6 +108,29 @@ def test_a_glog_fatal_line_is_a_failure_with_the_prefilter_too(tmp_path, select)
     assert diagnose_job([str(log)], select=select) == full
 
 
+# A logger's error record in its forms the signals read (signals._error_record), and pytest's
+# failed assert: the prefilter must keep each line in a big log too.
+_RECORDS = [
+    "2024-04-16 14:59:40,459 ERROR Can't load tokenizer for 'bert-base-chinese'.",
+    "2024-04-16 14:59:40 [error    ] training failed                 step=300",
+    'time="2024-04-16T14:59:40Z" level=fatal msg="could not mount the dataset volume"',
+    "[14:59:40] ERROR    Training failed at step 300                 trainer.py:88",
+    "[2024-04-16 14:59:40] ERROR: Failed to start the trainer",
+    "E       assert 130 in {15, 143, 193}",
+]
+
+
+@pytest.mark.parametrize("select", ["re", "hyperscan"])
+@pytest.mark.parametrize("line", _RECORDS)
+def test_an_error_record_is_a_failure_with_the_prefilter_too(tmp_path, select, line):
+    log = tmp_path / "job.log"
+    healthy = "".join(f"[rank0]: step {i} loss 1.{i % 10}\n" for i in range(6000))
+    log.write_text(healthy + line + "\n" + healthy)
+    full = diagnose_job([str(log)], select=False)
+    assert full["category"] == "unknown"
+    assert diagnose_job([str(log)], select=select) == full
+
+
 # How shells, DataLoader's worker handler and native runtimes report a death no rule owns.
 _SIGNAL_DEATHS = [
     "zsh: segmentation fault  python train.py --deepspeed ds.json",
@@ -291,6 +314,33 @@ _SIGNAL_DEATHS = [
     # a NaN gradient norm nothing can skip: Megatron at loss scale 1.0 (bf16 / fp32)
     " iteration     5427/  250000 | consumed samples:        43416 | learning rate: 2.999E-04 | global batch size:     8 "
     "| loss scale: 1.0 | grad norm: nan | number of skipped iterations:   0 |",
+    # a logger's ERROR / CRITICAL / FATAL record after its timestamp (the level peeled with it)
+    "2024-04-16 14:59:40,459 ERROR Can't load tokenizer for 'bert-base-chinese'. If you were trying to load it from "
+    "'https://huggingface.co/models', make sure you don't have a local directory with the same name.",
+    "2024-03-19 13:49:09,602 - ERROR - Training failed with an unexpected state",
+    "2024-05-22 17:04:01.260 | ERROR    | scripts.utils:load_config:66 - could not open /data/shard-3.arrow",
+    "2024-04-16T14:59:40.459Z FATAL unable to reach the parameter server at 10.0.0.2:6000",
+    "[rank1]: 2024-04-16 14:59:40,459 CRITICAL Checkpoint directory does not exist: /ckpt/step_400",
+    "[2024-04-16 14:59:40] ERROR: Failed to start the trainer",
+    # the level left at the head: rich's column, journald, structlog; logfmt's level key
+    "[14:59:40] ERROR    Training failed at step 300                 trainer.py:88",
+    "Apr 16 14:59:40 node1 train.sh[4242]: ERROR Can't open the dataset /data/train.arrow",
+    "2024-04-16 14:59:40 [error    ] training failed                 step=300",
+    'time="2024-04-16T14:59:40Z" level=fatal msg="could not mount the dataset volume"',
+    'level=error ts=2024-04-16T14:59:40Z caller=main.go:88 msg="unable to reach the server"',
+    # a process's non-zero exit as GNU time and bash's job control print it; a thread's uncaught exception
+    "Command exited with non-zero status 1",
+    "[1]+  Exit 1                  python train.py --deepspeed ds_config.json",
+    "Exception in thread Thread-3 (_run):",
+    # pytest's rewritten assert under its `E` column; a traceback head the paste cut
+    "E       assert 130 in {15, 143, 193}",
+    "Traceback (most recen",
+    # Ray's autoscaler: a resource request no node type can ever satisfy
+    "(scheduler +27s) Error: No available node types can fulfill resource request {'bob': 1.0, 'CPU': 1.0}. "
+    "Add suitable node types to this cluster to resolve this issue.",
+    # Hydra's line behind a job runner's tag; torch's BatchNorm refusal without its ValueError
+    "[ID: 1/1 GPU: 0] Error executing job with overrides:",
+    "Expected more than 1 value per channel when training, got input size torch.Size([1, 256])",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -374,6 +424,29 @@ _HEALTHY = [
     "{'loss': 0.0123, 'grad_norm': 0.41, 'learning_rate': 2e-05, 'epoch': 3.0}",
     " iteration      300/   10000 | lm loss: 6.112233E+00 | loss scale: 1.0 | grad norm: 1.234 |",
     " iteration      300/   10000 | lm loss: 6.112233E+00 | loss scale: 65536.0 | grad norm: nan |",
+    # a stamped ERROR record the program handled (a retry, a fallback), a count of none, a warning
+    "2024-04-16 14:59:40,459 ERROR Failed to upload metrics, retrying in 5s",
+    "2024-04-16 14:59:40,459 ERROR Could not read the cache, falling back to a rebuild",
+    "2024-04-16 14:59:40 | ERROR    | Task summary: 0 errors in 120 steps",
+    "2024-04-16 14:59:40,459 ERROR errors: 0",
+    "2024-04-16 14:59:40,459 WARNING Can't load tokenizer from the cache, downloading it",
+    "2024-04-16 14:59:40,459 INFO Error handling is set to strict",
+    "[2024-04-16 14:59:40] ERROR: upload failed, retrying in 5s",
+    'time="2024-04-16T14:59:40Z" level=error msg="failed to pull image, retrying" attempt=2',
+    'time="2024-04-16T14:59:40Z" level=info msg="error count: 0"',
+    "2024-04-16 14:59:40 [error    ] upload failed, will retry       attempt=2",
+    "[14:59:40] ERROR    0 errors in the last epoch",
+    "2024-05-02T08:11:40.5Z ERROR: pip's dependency resolver does not currently take into account all the packages "
+    "that are installed. This behaviour is the source of the following dependency conflicts.",
+    "[1]+  Done                    python train.py",
+    "[1]+  Exit 0                  python train.py",
+    "Command exited with non-zero status 0 times",
+    "Exception in thread pool: 4 workers busy",
+    # pytest's source line and a passing test; the autoscaler's wait for busy nodes
+    "tests/test_launch.py::test_exit_codes PASSED",
+    "(autoscaler +1m2s) Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0}. "
+    "This is likely due to all cluster resources being claimed by actors.",
+    "Traceback (most recent frames are shown first in the viewer)",
 ]
 
 

@@ -64,6 +64,53 @@ _B_EXIT = bits("return code = ", "terminated with signal")
 # ChildFailedError traceback and its summary follow.
 ELASTIC_WORKER_FAILED = re_compile(r"failed \(exitcode: -?\d+\) local_rank: \d+")
 CRASH_CODES = {"-11": "SIGSEGV", "-6": "SIGABRT"}
+# A logger's ERROR / CRITICAL / FATAL record that no failure term reads, counted when its text
+# states a failure the program did not handle (a retry, a fallback, a skip, a count of 0):
+# - the level peeled off with the timestamp (normalize._LEVEL): `%(asctime)s %(levelname)s
+#   %(message)s`, `... - ERROR - ...`, loguru's `| ERROR    |`, so the message alone no longer
+#   says it (`2024-04-16 14:59:40,459 ERROR Can't load tokenizer for 'bert-base-chinese'`);
+# - the level left at the message's head: after a clock stamp (rich's `[14:59:40] ERROR    `) or a
+#   journald header, structlog's `[error    ]`, and `ERROR: ` after a stamp only (`[%(asctime)s]
+#   %(levelname)s:`; pip's bare `ERROR: ` notes come with no stamp);
+# - logfmt's `level=error` (logrus, go-kit, slog), its own words read without the level.
+# pytest's `E` column is peeled like the level (normalize._PYTEST_E): under it, an `assert` failed.
+_PEELED_ASSERT = re_compile(r"(?:^|[\s\]:])E(?: {3,}|\t)$")
+_PEELED_ERROR = re_compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)[\s|:-]*$")
+_LEVEL_LEAD = re_compile(r"(?:ERROR|CRITICAL|FATAL)(?P<colon>:)?\s+(?:\|\s+)?|\[(?:error|critical|fatal)\s{0,8}\]\s+")
+_LOGFMT_LEVEL = re_compile(r"(?:^|\s)level=\"?(?i:error|fatal|critical)\b\"?")
+_STAMP_END = re_compile(r"\d\d:\d\d(?:[.,:]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?\s{0,4}$")
+_FAILURE_WORDS = re_compile(r"(?i)\b(?:can't|cannot|could ?n[o']t|unable to|fail(?:s|ed|ure)?\b|errors?\b|exception"
+                            r"|traceback|not found|no such|invalid|denied|refused|timed out|abort|crash|fatal"
+                            r"|killed|did not (?:complete|finish|start)|not (?:exist|supported|allowed))|失败|错误")
+_HANDLED = re_compile(r"(?i)\b(?:retry|retrying|retries|will retry|trying again|ignor\w*|skipp\w*|falling back"
+                      r"|fall back|fallback|continuing|recovered|resuming|0 errors?)\b|\berrors?\s{0,3}[:=]\s{0,3}0\b")
+
+
+def _may_be_record(text: str, msg: str) -> bool:
+    """A cheap gate before _error_record: the line holds a level word in one of its forms."""
+    return ("ERROR" in text or "CRITICAL" in text or "FATAL" in text or "level=" in msg
+            or msg[:7] == "assert " or (msg[:1] == "[" and msg[1:2] in ("e", "c", "f")))
+
+
+def _error_record(line: "Line") -> bool:
+    """Was `line` a logger's ERROR / CRITICAL / FATAL record whose text states a failure the
+    program did not handle (or pytest's failed assert)?"""
+    text, msg = line.text, line.msg
+    at = max(text.find(msg[:40]), 0)
+    if at > 200:
+        return False
+    if msg.startswith("assert "):
+        return at > 0 and _PEELED_ASSERT.search(text, 0, at) is not None
+    lead = _LEVEL_LEAD.match(msg)
+    if lead is not None:
+        if lead["colon"] and not _STAMP_END.search(text, 0, at):
+            return False
+        msg = msg[lead.end():]
+    elif "level=" in msg and (level := _LOGFMT_LEVEL.search(msg)) is not None:
+        msg = msg[:level.start()] + " " + msg[level.end():]
+    elif at == 0 or not _PEELED_ERROR.search(text, 0, at):
+        return False
+    return _FAILURE_WORDS.search(msg) is not None and _HANDLED.search(msg) is None
 
 
 def _line_kind(msg: str, gist: str, bare: bool = False) -> int:
@@ -162,7 +209,9 @@ class FailureSignals:
         bare = not lits & _B_MARKER
         kind = _KEPT_KIND(msg, gist, bare) if len(msg) < 512 else _line_kind(msg, gist, bare)
         if not kind:
-            return
+            if not (_may_be_record(line.text, msg) and _error_record(line)):
+                return
+            kind = MARKER
         if (self._ignored or self._ignored_end) and self._in_ignored_block(line, kind):
             return
         if kind == SUCCESS:
