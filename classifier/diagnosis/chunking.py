@@ -73,49 +73,6 @@ def line_chunks(chunks, source, warnings, chunk_bytes):
         yield held, True
 
 
-def line_spans(chunk, start, count, forward):
-    """Offsets (start, end) of `count` lines from the line starting at `start`, either way."""
-    spans = []
-    pos = start
-    if forward:
-        for _ in range(count):
-            if pos >= len(chunk):
-                break
-            nl = chunk.find(b"\n", pos)
-            spans.append((pos, nl))
-            pos = nl + 1
-    else:
-        for _ in range(count):
-            if pos <= 0:
-                break
-            prev = chunk.rfind(b"\n", 0, pos - 1) + 1
-            spans.append((prev, pos - 1))
-            pos = prev
-        spans.reverse()
-    return spans
-
-
-def in_windows(chunk, found, count, owed, past, total, back):
-    """Which of the chunk's first `count` lines are read in full (1 in a bytearray): the first
-    `owed` (the last chunk's windows reach them), those from `past` on, each one a found line's
-    window (found: {offset: (lines before, lines after)}, in order) reaches, and, where `count`
-    runs past the chunk's `total` lines, its last `back` (the next chunk's windows may reach
-    them). The others are a big input's head lines read only for who took part: a test proves
-    every corpus case decided the same with no head at all."""
-    full = bytearray(count)
-    full[:owed], full[past:] = b"\1" * min(owed, count), b"\1" * max(0, count - past)
-    if count > total:
-        full[max(0, total - back):] = b"\1" * (count - max(0, total - back))
-    k, at = 0, 0
-    for start, (reach, after) in found.items():
-        k, at = k + count_lines(chunk, at, start), start
-        if k - reach >= count:
-            break
-        lo, hi = max(0, k - reach), min(count, k + after + 1)
-        full[lo:hi] = b"\1" * (hi - lo)
-    return full
-
-
 def _scan_and_count(finder, chunk, count=True):
     # In a scanner thread: the count overlaps the reader's I/O and the other scan.
     return finder.scan(chunk), newlines(chunk) if count else None

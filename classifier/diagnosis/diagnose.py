@@ -152,25 +152,15 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         if line.rank is not None:
             ranks_seen.add(line.rank)
 
-    def read_head(lines):
-        # A big input's head lines that no window reaches hold no keyword: every reader reads
-        # them (who took part, a traceback's frames), only the matching skips them, as it
-        # skips the middle of the input.
-        for line in lines:
-            if line.light:
-                on_line(line)
-            else:
-                yield line
-
     cut_lines = set()  # (source, lineno) of lines a viewer cut at a column (paste.cut_width)
     for i, path in enumerate(paths):
         if mask_of is None and index.hyperscan_loaded:
             mask_of = masker()
         file_rank = rank_from_path(path)
         try:
-            lines = read_head(skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
+            lines = skip_own_reports(normalize(_raw_lines(path, warnings, rules, chunk_size, select,
                                                           limits, deferred.trends.repeats, scanning),
-                                               index=i, file_rank=file_rank, cut=cut_lines)))
+                                               index=i, file_rank=file_rank, cut=cut_lines))
             for hit in scan(lines, index, on_line, warnings, budget, cut_lines, declined):
                 if not deferred.offer(hit):
                     collector.add(hit)

@@ -64,20 +64,23 @@ _ISO_TS = re_compile(
 _SYSLOG_TS = re_compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d{1,9})?(?: \S+)?(?: kernel:)? ")
-# What journald and syslog put between stamp and message: the host (after an ISO stamp; the syslog
-# stamp above takes it itself) and the writer with its pid (`gpu-node-07 train.sh[48213]: `,
-# `python3[812]: `). Only right after a stamp, and only with the `[pid]:` that makes it a header.
+# What journald and syslog put between the stamp and the message: the host (after an ISO stamp,
+# `journalctl -o short-iso`; the syslog stamp above takes it itself) and the writer with its pid
+# (`gpu-node-07 train.sh[48213]: `, `python3[812]: `). Only right after a stamp, and only with
+# the `[pid]:` that makes it a header.
 _JOURNAL_HEAD = re_compile(r"(?:[\w.-]{1,64} )?[\w.@/:-]{1,64}\[\d{1,10}\]:(?:\s|$)")
-# A logger's bare level after its timestamp (`2024-01-01 12:00:00 | INFO | `, `...Z ERROR `): only
-# there, so a message's own `ERROR:` and DeepSpeed's `[INFO] [launch.py:145:main]` (rules read it)
-# stay. A pipe logger goes on with its name (FastChat's `| ERROR | stderr | `), Python's default
-# has dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a | -0.8 |`) stay.
+# A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
+# `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
+# DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too). A pipe logger goes on with its
+# name (FastChat's `| ERROR | stderr | `), Python's `%(asctime)s - %(levelname)s - %(message)s` has
+# dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a | -0.8 |`) stay.
 _LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+(?:\|\s)?(?=\|.*\|\s*$)"
                     r"|\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s-\s|\s+(?=[^\s|-]|-(?!\s))|\s*\|?$)")
-# A stamp with no date: moreutils' `ts -s` / `ts -i` and `ts '%.T'` (`00:00:05 `, `14:03:07.512208 `),
-# rich's log column (`[14:03:07] `), `ts '%.s'` / `ts '%s'`'s epoch seconds (ten digits, 2001 to
-# 2065). Peeled like a dated stamp, but the level after it is kept (rules read rich's `ERROR`
-# column); a time of day alone orders nothing across days, so it gives the line no time.
+# A stamp with no date: moreutils' `ts -s` / `ts -i` and `ts '%.T'` (`00:00:05 `,
+# `14:03:07.512208 `), rich's log column (`[14:03:07] `), and `ts '%.s'` / `ts '%s'`'s seconds
+# since the epoch (`1796518808.408548 `: ten digits, 2001 to 2065). Peeled like a dated stamp, but
+# the level after it is kept (rules read rich's `ERROR` column); the time of day alone orders
+# nothing across days, so it gives the line no time.
 _CLOCK_TS = re_compile(r"(?:\[(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?\]|(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?"
                        r"|(?P<epoch>[12]\d{9}(?:\.\d{1,9})?))(?:\s*[|-]\s|\s+)(?=\S)")
 _EPOCH_END = frozenset(". \t")  # what follows an epoch stamp's ten digits: a cheap gate before the regex
@@ -99,15 +102,15 @@ _BOLD_HEAD = re_compile(r"[A-Za-z][\w.]{0,80}(?::|\s)")  # bold around an error 
 # RAY_DEDUP_LOGS) to any line: not the message's end, which `$` patterns and cut tests read.
 _RAY_DEDUP = re_compile(r"[ \t]{0,8}\[repeated \d{1,9}x across cluster\](?:\s*\(Ray deduplicates[^()]{0,400}\))?\s*$")
 
-# Rules see a line's first 8 KiB: every message they know fits, and 64 KiB of binary noise or
-# inlined build output cannot make a three-line window cost megabytes.
+# Rules see the first 8 KiB of a line: every message they know fits, and a 64 KiB line of
+# binary noise or inlined build output cannot make a three-line window cost megabytes.
 MATCH_LIMIT = 8 * 1024
 
 # A line's gist: its message with every long run of one character cut to SQUEEZED of them. The
-# witnesses test each line for dozens of literals before their regexes; `str.find` skips ahead
-# only past characters its needle cannot hold, so a long run of one the needle holds (`o` in
-# `timeout`, or `/`, sharing `o`'s slot in CPython's 64-bit filter) is read one position per
-# needle: 30 KB of `/` cost ~0.6 ms a line.
+# witnesses (culprit, topology, signals, region, traceback) test each line for dozens of literals
+# before their regexes; `str.find` skips ahead only past characters its needle cannot hold, so
+# a long run of a character the needle holds (`o` in `timeout`, or `/`, which shares `o`'s slot
+# in CPython's 64-bit filter) is read one position per needle: 30 KB of `/` cost ~0.6 ms a line.
 # A literal whose runs are at most SQUEEZED long is in the gist if and only if it is in the
 # message, so the literal tests (and the witnesses' run-length-blind regexes) read the gist.
 RUN_STEP = 32   # the message is sampled every RUN_STEP characters
@@ -154,7 +157,9 @@ def gist(msg: str) -> str:
 class Line:
     """A log line after normalisation: where it came from, its rank and time, its message.
 
-    A plain class: `dataclasses` imports `inspect`, which costs more than a small log's lines."""
+    A plain class rather than a dataclass: `dataclasses` imports `inspect`, which costs a
+    small log's diagnosis more than its lines do.
+    """
 
     __slots__ = ("source", "lineno", "text", "msg", "rank", "host", "ts", "index", "task", "gist",
                  "lits")
@@ -174,24 +179,17 @@ class Line:
         self.gist = msg if len(msg) < _GIST_FROM else gist(msg)
         self.lits = -1  # literals.ALL: every literal test runs, until a reader's pass sets it
 
-    light = False  # HeadOnly: read only for who took part (diagnose.py)
-
     def __repr__(self) -> str:
         return f"Line({self.source!r}:{self.lineno}, rank={self.rank}, msg={self.msg!r})"
-
-
-class HeadOnly(Line):
-    """A HeadLine's Line (read.py): read for ranks, hosts, steps and markers, never matched."""
-    __slots__ = ()
-    light = True
 
 
 def visible_text(raw: str) -> str:
     """Return a raw line without colours and without the progress bars `\\r` redraws over it.
 
     A terminal shows only the last `\\r` rewrite, but a message printed between two redraws of
-    another rank's bar is still the user's log: every segment that is no bar is kept; only when
-    all are bars does the last one stand for the line."""
+    another rank's progress bar is still the user's log: every segment that is not a progress
+    bar is kept; only when all of them are bars does the last one stand for the line.
+    """
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
     if "\r" in raw:
@@ -352,8 +350,9 @@ def _inline_code(msg: str) -> str:
 _ESCAPED_TRACEBACK = re_compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
 
 
-# A job's lines repeat (each rank prints the same chatter): a short line's peel, a pure function
-# of its text, is kept for its next copies; long lines rarely repeat and are not kept.
+# A job's lines repeat their labels and messages (each rank prints the same chatter, each job of
+# a training code the same start-up): a short line's peel is kept for its next copies. The
+# peel is a pure function of the text; long lines rarely repeat and are not kept.
 _KEPT_PEEL = lru_cache(maxsize=4096)(peel_prefixes)
 _KEPT_BELOW = 512
 
@@ -397,4 +396,4 @@ def normalize(raw_lines: Iterable["RawLine"], index: int = 0, file_rank: int | N
                                rank if part_rank is None else part_rank, host or part_host, ts,
                                index, task if part_task is None else part_task)
             continue
-        yield (HeadOnly if raw.light else Line)(raw.source, raw.lineno, text, msg, rank, host, ts, index, task)
+        yield Line(raw.source, raw.lineno, text, msg, rank, host, ts, index, task)

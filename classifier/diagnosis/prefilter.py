@@ -3,8 +3,8 @@
 A job log is almost all healthy chatter. Instead of normalising every line, one pass over
 large chunks finds the lines that hold a rule keyword or a failure/success marker
 (finder.py), and only those lines — with the neighbours their readers may look at — plus the
-head (where every rank announces itself: its other lines are read only for that) and the tail
-(where the failure region is) go on. A log no longer than the head and tail is read whole.
+head (where every rank announces itself) and the tail (where the failure region is) go on
+down the pipeline. A log no longer than the head and tail together is read whole.
 """
 
 import itertools
@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 from classifier.diagnosis.decode import decode_whole
 from classifier.diagnosis.finder import AFTER, BEFORE, NEAR, HyperscanFinder, PurePythonFinder
-from classifier.diagnosis.chunking import (Scanners, count_lines, in_windows, line_chunks, line_spans,
-                                           newlines, steady_heap, use_numpy)
+from classifier.diagnosis.chunking import (Scanners, count_lines, line_chunks, newlines, steady_heap,
+                                           use_numpy)
 from classifier.diagnosis import split
-from classifier.diagnosis.read import MAX_LINE, HeadLine, RawLine, decode_line
+from classifier.diagnosis.read import MAX_LINE, RawLine, decode_line
 from classifier.diagnosis.storms import KEEP as STORM_KEEP, RUN as STORM_RUN, Storms
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
@@ -41,6 +41,27 @@ SELECT_BUDGET = 250_000
 # what bytes.count spends on 100 MB more than numpy, and 15 MB of memory. Past it, freed chunks
 # are reused rather than mapped afresh (chunking.steady_heap).
 NUMPY_AFTER = 128
+
+def _line_spans(chunk, start, count, forward):
+    """Offsets (start, end) of `count` lines from the line starting at `start`, either way."""
+    spans = []
+    pos = start
+    if forward:
+        for _ in range(count):
+            if pos >= len(chunk):
+                break
+            nl = chunk.find(b"\n", pos)
+            spans.append((pos, nl))
+            pos = nl + 1
+    else:
+        for _ in range(count):
+            if pos <= 0:
+                break
+            prev = chunk.rfind(b"\n", 0, pos - 1) + 1
+            spans.append((prev, pos - 1))
+            pos = prev
+        spans.reverse()
+    return spans
 
 
 class _Selector:
@@ -84,15 +105,6 @@ class _Selector:
         self.emitted = lineno
         self.budget -= 1
         return RawLine(self.source, lineno, decode_line(data, self.source, self.warnings))
-
-    def _head_line(self, lineno, data):
-        """The HeadLine of line `lineno`: not selected, so no storm counts it (storms.py counts
-        the copies the selection reads), and its readers see every copy."""
-        if len(data) > MAX_LINE:
-            data = data[:MAX_LINE]
-            self.warnings.add("line_truncated", f"{self.source}: lines over {MAX_LINE // 1024} KiB truncated")
-        self.emitted = lineno
-        return HeadLine(self.source, lineno, decode_line(data, self.source, self.warnings))
 
     def whole(self, chunk):
         """Yield every line of a chunk that holds the whole input (it ends with a newline):
@@ -140,20 +152,16 @@ class _Selector:
             head = 0
         else:
             head = max(self.owed, HEAD - self.base)  # the head, and lines owed by the last chunk
-        owed, self.owed = self.owed, 0
+        self.owed = 0
         stop = len(chunk)  # a storm's copies may be skipped up to here: never into the tail
         if last:
             total = count_lines(chunk) if total is None else total
             self.tail_from = self.base + total - TAIL + 1
-            spans = line_spans(chunk, len(chunk), TAIL, False)
+            spans = _line_spans(chunk, len(chunk), TAIL, False)
             if spans:
                 tail = stop = spans[0][0]
                 found[tail] = (BEFORE, len(chunk))
                 found = dict(sorted(found.items()))
-        full = None
-        if head > owed:  # head lines no window reaches are HeadLines, read for who took part (read.py)
-            total = count_lines(chunk) if total is None else total
-            full = in_windows(chunk, found, head, owed, max(0, HEAD - self.base), total, BACK)
         starts = list(found)
         if starts:
             # Lines from the end of the previous chunk that the first segment reaches back to.
@@ -169,23 +177,20 @@ class _Selector:
         dropped = self.storms.dropped
         walk = [0, 0]  # local index of the first line not yet walked, and its byte offset
 
-        def forward(count, full=None):
+        def forward(count):
             upto, pos = walk
             for _ in range(count):
                 if pos >= len(chunk):
                     break
                 nl = chunk.find(b"\n", pos)
                 if self.base + upto + 1 > self.emitted:
-                    if full is None or full[upto]:
-                        line = self._line(self.base + upto + 1, chunk[pos:nl])
-                    else:
-                        line = self._head_line(self.base + upto + 1, chunk[pos:nl])
+                    line = self._line(self.base + upto + 1, chunk[pos:nl])
                     if line is not None:
                         yield line
                 pos, upto = nl + 1, upto + 1
             walk[:] = upto, pos
 
-        yield from forward(head, full)
+        yield from forward(head)
         k, at = 0, 0  # the local line index of byte offset `at`
         skip_to = 0
         for start in starts:

@@ -135,17 +135,9 @@ class RawLine:
     """One physical line of one input, 1-based, decoded with replacement characters."""
 
     __slots__ = ("source", "lineno", "text")
-    light = False  # HeadLine: a head line no selected line's window reaches (prefilter.py)
 
     def __init__(self, source: str, lineno: int, text: str) -> None:
         self.source, self.lineno, self.text = source, lineno, text
-
-
-class HeadLine(RawLine):
-    """A line of a big input's head that holds no keyword and no selected line's window reaches."""
-
-    __slots__ = ()
-    light = True
 
 
 def display_name(path: str) -> str:
