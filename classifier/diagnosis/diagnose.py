@@ -29,7 +29,8 @@ from classifier.sanitize import finish
 from classifier.diagnosis.region import FailureRegion, model_text
 from classifier.diagnosis.signals import FailureSignals
 from classifier.diagnosis.structure import DeferredHits, reader_steps
-from classifier.diagnosis.overrule import crash_echoed, first_unexplained_exception, run_resumed, symptom_overruled
+from classifier.diagnosis.overrule import (crash_echoed, exit_echoed, first_unexplained_exception, run_resumed,
+                                            symptom_overruled)
 from classifier.taxonomy import retry_verdict
 from classifier.vocabulary import EXCEPTION_LINE
 
@@ -189,6 +190,10 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         # The first rank to fail crashed (its launcher says so, after the fact): the lost
         # connections and timeouts of its peers are echoes of a crash no category explains.
         crash = crash_echoed(collector.hits, signals)
+        if crash is None and exit_echoed(winner, collector.hits, signals) is not None:
+            # the rank that left first: its own error where it printed one, else the launcher's line
+            crash = first_unexplained_exception(collector.hits, signals, deferred.tracebacks.records) or \
+                exit_echoed(winner, collector.hits, signals)
         if crash is not None:
             unexplained, winner = crash, None
     if winner is not None and winner.rule.category == "connection_failure" and winner.rule.role == "cause":

@@ -39,6 +39,30 @@ def crash_echoed(hits, signals):
     return line
 
 
+def exit_echoed(winner, hits, signals):
+    """The launcher's line naming the first rank to fail, when a monitored barrier that names
+    that rank is the winning symptom: the rank left (an exit code of its own), it did not hang.
+
+    With TORCH_DISTRIBUTED_DEBUG=DETAIL every collective first runs gloo's monitored barrier,
+    which drops the wait's own error (`Original exception:`), so a peer whose process exited
+    reads `Rank 1 failed to pass monitoredBarrier in N ms` at once, as a hang does after N ms.
+    A hang leaves the rank that waited as the first to fail (it raised); a rank the launcher
+    reports first (torchelastic's summary, spawn's `process 1 terminated with exit code 3`),
+    that the barrier names and that printed none of the symptoms, had left before it.
+    """
+    if signals.left_first is None or winner.rule.category != "nccl_timeout":
+        return None
+    line, rank = signals.left_first
+    named = winner.facts.get("ranks")
+    if not named or "monitoredBarrier" not in winner.first.msg:
+        return None
+    if rank not in {int(r) for r in named.replace(",", " ").split() if r.isdigit()}:
+        return None
+    if any(l.rank == rank for hit in hits for l in hit.lines):
+        return None
+    return line
+
+
 def symptom_overruled(winner, hits, signals, unexplained):
     """Does the winning symptom give way to `none` or to an exception no rule explains?
 

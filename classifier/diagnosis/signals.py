@@ -58,6 +58,11 @@ _B_ROOT = bits(ROOT_CAUSE)
 FIRST_EXIT = re_compile(r"exits with return code = (?P<code>-?\d+)|"
                         r"process (?P<rank>\d+) terminated with signal (?P<signal>SIG[A-Z]+)")
 _B_EXIT = bits("return code = ", "terminated with signal")
+# spawn's word for a child that left with a plain exit code (`process 1 terminated with exit code
+# 3`): no crash, but the first rank to leave, as torchelastic's summary names it (`rank : 1`,
+# `exitcode : 3`). A monitored barrier naming that rank is its echo (overrule.exit_echoed).
+SPAWN_EXIT = re_compile(r"process (?P<rank>\d+) terminated with exit code (?P<code>\d+)")
+_B_SPAWN_EXIT = bits("terminated with exit code")
 # torchelastic's agent reporting a worker that failed (api.py: `failed (exitcode: 1) local_rank:
 # 1 (pid: ...) of binary: ...`). With `--max_restarts` it then restarts the worker group (its
 # `will restart worker group` is an INFO line torchrun does not print by default); without, the
@@ -151,6 +156,7 @@ class FailureSignals:
         self.root_exitcode = None
         self._root_left = 0
         self.crash = None              # (line, signal, rank or None): the first rank to fail crashed
+        self.left_first = None         # (line, rank): the first rank to fail exited with a code of its own
         self._worker_failed = {}       # source -> line number of torchelastic's last worker failure
         self.first_worker_failed = {}  # source -> line number of its first
         self._exit_seen = False        # a launcher already named the first rank to fail
@@ -192,6 +198,11 @@ class FailureSignals:
                     self.root_rank = int(value)
                 elif field == "exitcode" and self.root_exitcode is None:
                     self.root_exitcode = value
+                    if value.isdigit() and value != "0" and self.root_rank is not None and self.left_first is None:
+                        self.left_first = (line, self.root_rank)
+                    if value != "0" and self.last_marker is None:
+                        # a paste of the summary's end alone: its exit code is the failure shown
+                        self.last_marker = line
                     if value in CRASH_CODES and self.crash is None:
                         self.crash = (line, CRASH_CODES[value], self.root_rank)
         if lits & _B_ROOT and ROOT_CAUSE in gist:
@@ -201,6 +212,10 @@ class FailureSignals:
             return
         if lits & _B_EXIT and not self._exit_seen:
             self._first_exit(line)
+        if lits & _B_SPAWN_EXIT and self.left_first is None:
+            m = SPAWN_EXIT.search(msg)
+            if m and m["code"] != "0":
+                self.left_first = (line, int(m["rank"]))
         if lits & _B_IGNORED and IGNORED_HEADER.match(msg):
             self._ignored[(line.source, line.rank)] = [line.lineno, False]
             if self.ignored_header is None:

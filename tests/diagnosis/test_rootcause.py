@@ -364,3 +364,63 @@ def test_per_rank_files_an_error_on_the_waiting_ranks_own_file_stays_behind_its_
     other = _write(tmp_path, "rank1.log", ["rank 1 step 1 loss 0.7582"])
     _, d = diagnose_json(waiting, other)
     assert d["category"] == "connection_failure"
+
+
+# A rank that exits with a code of its own (no traceback, no signal) leaves its peer's gloo
+# monitored barrier failing at once (probe 56a, torch 2.13). Without debugging the barrier adds
+# the wait's own error, the closed connection; under TORCH_DISTRIBUTED_DEBUG=DETAIL it drops
+# it, and only the launcher, after the fact, says which rank left first.
+DETAIL_BARRIER = ("[rank0]:[E1206 03:34:15.189524041 ProcessGroupGloo.cpp:2901] [Rank 0]: Rank 1 failed "
+                  "to pass monitoredBarrier in 10000 ms")
+ROOT_SUMMARY = [
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2026-12-06_03:34:15",
+    "  host      : localhost",
+    "  rank      : {rank} (local_rank: {rank})",
+    "  exitcode  : {code} (pid: 1827) ",
+    "  error_file: <N/A>",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+]
+
+
+def _summary(rank, code):
+    return [l.format(rank=rank, code=code) for l in ROOT_SUMMARY]
+
+
+@pytest.mark.parametrize("report", ["torchrun", "spawn"])
+def test_a_barrier_naming_the_rank_that_left_first_is_its_echo(tmp_path, report):
+    tail = _summary(1, 3) if report == "torchrun" else [
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with exit code 3"]
+    _, d = diagnose_json(_write(tmp_path, "job.log", ["rank 0 step 0 loss 0.41", DETAIL_BARRIER] + tail))
+    assert d["category"] == "unknown"
+    assert "exit" in d["evidence"][0]["text"]
+
+
+def test_a_barrier_whose_reporter_failed_first_stays_a_timeout(tmp_path):
+    # a hang: the waiting rank raised and is the first failure; the hung rank was terminated
+    lines = ["rank 0 step 0 loss 0.41", DETAIL_BARRIER] + _summary(0, 1)
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "nccl_timeout"
+
+
+def test_a_barrier_whose_original_exception_is_a_closed_connection_lost_a_peer(tmp_path):
+    lines = ["rank 0 step 0 loss 0.41",
+             "[rank0]: RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 10000 ms",
+             "[rank0]:  Original exception: ",
+             "[rank0]: " + PEER_CLOSED[len("[rank0]: RuntimeError: "):]]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["rule"] == "connection_failure.monitored_barrier_peer_closed"
+
+
+def test_the_end_of_torchelastics_summary_alone_is_a_failure(tmp_path):
+    _, d = diagnose_json(_write(tmp_path, "job.log", _summary(2, 1)[1:]))
+    assert d["category"] == "unknown" and "exitcode" in d["evidence"][0]["text"]
+
+
+def test_a_barrier_echo_of_a_rank_that_raised_shows_that_ranks_error(tmp_path):
+    lines = ["[rank1]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x7 and 8x8)",
+             DETAIL_BARRIER] + _summary(1, 1)
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "unknown" and "mat1" in d["evidence"][0]["text"]
