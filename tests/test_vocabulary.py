@@ -108,6 +108,14 @@ def test_a_glog_fatal_line_is_a_failure_with_the_prefilter_too(tmp_path, select)
     assert diagnose_job([str(log)], select=select) == full
 
 
+def _among_steps(tmp_path, line, before, after=0):
+    """A big log: `line` after `before` healthy step lines, and `after` more of them."""
+    steps = [f"[rank0]: step {i} loss 1.{i % 10}\n" for i in range(max(before, after))]
+    log = tmp_path / "job.log"
+    log.write_text("".join(steps[:before]) + line + "\n" + "".join(steps[:after]))
+    return log
+
+
 # A logger's error record in its forms the signals read (signals._error_record), and pytest's
 # failed assert: the prefilter must keep each line in a big log too.
 _RECORDS = [
@@ -123,9 +131,7 @@ _RECORDS = [
 @pytest.mark.parametrize("select", ["re", "hyperscan"])
 @pytest.mark.parametrize("line", _RECORDS)
 def test_an_error_record_is_a_failure_with_the_prefilter_too(tmp_path, select, line):
-    log = tmp_path / "job.log"
-    healthy = "".join(f"[rank0]: step {i} loss 1.{i % 10}\n" for i in range(6000))
-    log.write_text(healthy + line + "\n" + healthy)
+    log = _among_steps(tmp_path, line, 6000, after=6000)
     full = diagnose_job([str(log)], select=False)
     assert full["category"] == "unknown"
     assert diagnose_job([str(log)], select=select) == full
@@ -453,9 +459,7 @@ _HEALTHY = [
 @pytest.mark.parametrize("select", ["re", "hyperscan"])
 @pytest.mark.parametrize("line", _SIGNAL_DEATHS)
 def test_a_death_reported_by_the_shell_or_a_runtime_is_a_failure(tmp_path, select, line):
-    log = tmp_path / "job.log"
-    healthy = "".join(f"[rank0]: step {i} loss 1.{i % 10}\n" for i in range(3000))
-    log.write_text(healthy + line + "\n")
+    log = _among_steps(tmp_path, line, 3000)
     # a failure is read (unknown, or the category a rule names: a lower-cased OOM is gpu_oom)
     assert diagnose_job([str(log)], select=select)["category"] != "none"
 
