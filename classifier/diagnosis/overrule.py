@@ -9,6 +9,7 @@ from classifier.diagnosis.rootcause import line_order
 from classifier.diagnosis.structure import respawned
 
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
+RECOVERED_SKIPS = 8  # non-finite readings in a row a loss scaler's back-off may leave behind
 
 
 def first_unexplained_exception(hits, signals, records=()):
@@ -111,14 +112,22 @@ def _raised_apart(unexplained, hits) -> bool:
 
 
 def _got_past(winner, hits, signals) -> bool:
-    """Is a symptom of priority 0 or more a moment the run got past? Its rule read it once, in
-    a job that shows no failure, its category has no other hit, and a later line its rule's
-    `resolved_by` names says the run went on (one logging window with a NaN loss, finite losses
-    in the windows after it: the step was skipped, the run did not diverge)."""
+    """Is a symptom of priority 0 or more a moment the run got past? In a job that shows no
+    failure, a later line its rule's `resolved_by` names says the run went on: one logging
+    window with a NaN loss, finite losses in the windows after it (the step was skipped, the
+    run did not diverge); or a few readings in a row that a loss scaler skipped while it
+    backed off, then finite losses to the end."""
     if not winner.rule.resolved_by or signals.failed:
         return False
-    same = [h for h in hits if h.rule.category == winner.rule.category]
-    return len(same) == 1 and signals.said_after(same[0].lines[-1], winner.rule.resolved_by)
+    same = sorted((h for h in hits if h.rule.category == winner.rule.category),
+                  key=lambda h: line_order(h.lines[-1]))
+    if len(same) == 1:
+        return signals.said_after(same[0].lines[-1], winner.rule.resolved_by) > 0
+    first, last = same[0].lines[0], same[-1].lines[-1]
+    # A loss that goes non-finite, finite, non-finite again is a run diverging, not a skip.
+    return (len(same) <= RECOVERED_SKIPS and len({h.lines[0].source for h in same}) == 1
+            and signals.in_tail(first) and not signals.said_after(first, winner.rule.resolved_by, last)
+            and signals.said_after(last, winner.rule.resolved_by) >= 2)
 
 
 def _failed_before(winner, hits, marker) -> bool:

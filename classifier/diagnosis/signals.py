@@ -294,14 +294,21 @@ class FailureSignals:
         after = sum(n > line.lineno for n in numbers)
         return END_LINES if after == len(numbers) == END_LINES else after
 
-    def said_after(self, line: "Line", patterns) -> bool:
-        """Does a message of `line`'s input after it, among its last END_LINES, match one of
-        `patterns`? (A weak symptom near the end asks whether the wait it reports ended.)"""
+    def said_after(self, line: "Line", patterns, until: "Line | None" = None) -> int:
+        """How many messages of `line`'s input after it (and before `until`), among its last
+        END_LINES, match one of `patterns`? (A weak symptom near the end asks whether the wait
+        it reports ended.)"""
         if not patterns:
-            return False
+            return 0
         numbers = self._tail_linenos.get(line.source, ())
         tail = self._tails.get(line.source, ())
-        return any(n > line.lineno and _matches(patterns, msg) for n, msg in zip(numbers, tail))
+        end = until.lineno if until is not None else float("inf")
+        return sum(line.lineno < n < end and bool(_matches(patterns, msg)) for n, msg in zip(numbers, tail))
+
+    def in_tail(self, line: "Line") -> bool:
+        """Is `line` among its input's last END_LINES messages (so what follows it is known)?"""
+        numbers = self._tail_linenos.get(line.source, ())
+        return bool(numbers) and numbers[0] <= line.lineno
 
     def survived(self) -> bool:
         """True when every file that shows a failure ends with a success marker after it, or

@@ -65,6 +65,30 @@ def test_a_nan_where_the_log_ends_or_nans_that_recur_still_count(tmp_path):
             assert _diagnose(tmp_path, lines, noise)["rule"] == NAN, (lines, noise)
 
 
+def _scaler(i, loss, scale):
+    return f"step {i} | loss {loss} | grad_scale {scale}"
+
+
+def test_a_loss_scalers_early_back_off_then_finite_losses_is_healthy(tmp_path):
+    # GradScaler halves its scale on each inf step and skips it; the losses that follow are finite
+    backoff = [_scaler(i, "inf", 65536.0 / 2 ** i) for i in range(4)]
+    finite = [_scaler(4 + i, f"{2.4 - i / 10:.4f}", 4096.0) for i in range(6)]
+    hf = ["{'loss': inf, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}"] * 3 + \
+         [f"{{'loss': {1.9 - i / 10:.4f}, 'grad_norm': 0.8, 'learning_rate': 2e-05, 'epoch': 0.0{i + 2}}}"
+          for i in range(3)]
+    for lines in (backoff + finite, hf):
+        for noise in (0, 20000):
+            d = _diagnose(tmp_path, lines, noise)
+            assert d["category"] == "none", (lines, noise, d["rule"])
+
+
+def test_a_long_run_of_non_finite_losses_or_one_finite_reading_after_it_still_counts(tmp_path):
+    nine = [_scaler(i, "nan", 1.0) for i in range(9)] + [_scaler(9 + i, "2.3", 1.0) for i in range(4)]
+    one_after = [_scaler(i, "inf", 2.0 ** -i) for i in range(4)] + [_scaler(4, "2.3", 0.0625)]
+    for lines in (nine, one_after):
+        assert _diagnose(tmp_path, lines)["rule"] == NAN, lines
+
+
 def test_one_nan_then_a_crash_still_counts(tmp_path):
     lines = [_mmdet(1, "inf", "inf"), _mmdet(2, "0.5111", "1.1786"),
              "Traceback (most recent call last):", '  File "train.py", line 10, in <module>',
@@ -79,9 +103,11 @@ def test_nan_loss_resolved_by_reads_finite_losses_in_the_usual_forms():
               '{"epoch": 1, "update": 0.1, "loss": "7.231", "nll_loss": "6.5", "ppl": "90.51"}',
               " iteration      300/   10000 | lm loss: 6.112233E+00 | loss scale: 65536.0 |",
               " 12%|█▏        | 120/1000 [02:10<15:50, loss=0.532, lr=2e-5]",
-              "Epoch [1][100/152]\tlr: 1.988e-03, loss_cls: 0.6676, loss_bbox: 0.5111, loss: 1.1786"]
+              "Epoch [1][100/152]\tlr: 1.988e-03, loss_cls: 0.6676, loss_bbox: 0.5111, loss: 1.1786",
+              "step 4 | loss 2.3986 | grad_scale 4096.0", "step 3200 train_loss 0.512 lr 1.2e-4"]
     other = ["step 10 loss_scale: 1024.0", " iteration 300 | loss scale: 65536.0 | grad norm: 1.2 |",
-             "{'loss': nan, 'grad_norm': nan}", "loss: inf", "Loss is nan, stopping training"]
+             "{'loss': nan, 'grad_norm': nan}", "loss: inf", "Loss is nan, stopping training",
+             "step 2 | loss inf | grad_scale 8192.0", "loss 0.5 of the batch was masked"]
     for text in finite:
         assert any(p.search(text) for p in rule.resolved_by), text
     for text in other:
