@@ -46,8 +46,9 @@ def is_statement(msg: str) -> bool:
 
 
 # An assert (or a raise whose call is closed) and its exception, joined: the split point is the
-# exception type right after the statement.
-JOINED = re_compile(r"""^(?P<src>(?:assert\s.{1,2000}?|raise\s.{1,2000}?["')]))\s{1,4}"""
+# exception type right after the statement, with no blank at all after a closing parenthesis
+# (`raise ValueError("...")ValueError: ...`, a paste that lost its newline).
+JOINED = re_compile(r"""^(?P<src>(?:assert\s.{1,2000}?|raise\s.{1,2000}?["')]))(?:\s{1,4}|(?<=\)))"""
                     r"""(?P<exc>(?:[A-Za-z_]\w{0,60}\.){0,4}(?:AssertionError|[A-Z]\w{0,60}(?:Error|Exception))"""
                     r"""(?::\s.*)?)$""")
 

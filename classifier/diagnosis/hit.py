@@ -46,8 +46,9 @@ _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|
 _QUOTED = re_compile(r"""f?["']""")
 # An issue title often joins the raise line to the exception it printed (`raise OSError('CUDA_HOME
 # is not set. ' OSError: CUDA_HOME is not set.`), the call's parenthesis closed or not
-# (`raise ValueError(f'... is invalid') ValueError: ...`): after it the line is output again.
-_JOINED_EXCEPTION = re_compile(r"""["']\)?\s{1,4}(?:\w{1,40}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception):\s""")
+# (`raise ValueError(f'... is invalid') ValueError: ...`, or no blank after the parenthesis):
+# after it the line is output again.
+_JOINED_EXCEPTION = re_compile(r"""["'](?:\)\s{0,4}|\s{1,4})(?:\w{1,40}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception):\s""")
 _FRAME_HEAD = re_compile(r"""File "[^"\n]+", line \d+""")
 
 

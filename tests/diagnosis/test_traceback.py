@@ -364,6 +364,16 @@ def test_an_assert_joined_to_its_exception_on_one_line_is_split_there():
         "AssertionError", "", "assert self.n_batch % self.nminibatches == 0")
     (r,) = _records("raise ValueError(f'bad lr {lr}') ValueError: bad lr 0.1\n")
     assert (r.type, r.message, r.frames[0].source) == ("ValueError", "bad lr 0.1", "raise ValueError(f'bad lr {lr}')")
+    # the paste lost the newline: nothing between the closed call and the type
+    (r,) = _records('raise ValueError("Type fp16 is not supported.")ValueError: Type fp16 is not supported.\n')
+    assert (r.type, r.message, r.frames[0].source) == (
+        "ValueError", "Type fp16 is not supported.", 'raise ValueError("Type fp16 is not supported.")')
+
+
+def test_a_string_that_opens_on_an_exception_name_is_not_split_there():
+    # a quote straight before the type is a literal's start, not a statement's end
+    assert _records('raise ValueError("ValueError: lr must be positive")\n') == []
+    assert _records('print("ValueError: bad")\n') == []
 
 
 def test_a_code_line_without_its_exception_right_under_it_makes_no_record():
