@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 SEEN_LIMIT = 4096  # hit keys kept before those of lines the buffer has passed are dropped
 _AHEAD = 2
-_LONE_QUOTED = re_compile(r"""(["'])[^"'\n]{8,400}\1[.,]?""")
+_LONE_QUOTED = re_compile(r"""(["'])([^"'\n]{8,400})\1[.,]?""")
 _KEPT, _KEPT_BELOW = 4096, 512  # keyword answers kept, for messages shorter than this
 
 # Window shapes around the keyword line i, as (first, last) offsets, tried in order.
@@ -367,6 +367,14 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     lone = (0 < count == len(buf) <= 2 and buf[0].lineno <= 3 and all(line.msg == buf[0].msg for line in buf)
             and not buf[0].text.startswith(("  ", "\t"))
             and _LONE_QUOTED.fullmatch(buf[0].msg) is not None)
+    if lone:
+        # Read the message without its quotes: a rule that refuses a quoted copy of its text (a
+        # source line's string) must still read what the reporter quoted.
+        from classifier.diagnosis.normalize import Line  # loaded already: the readers made buf
+        inner = _LONE_QUOTED.fullmatch(buf[0].msg).group(2)
+        for j, line in enumerate(buf):
+            buf[j] = Line(line.source, line.lineno, line.text, inner, line.rank, line.host, line.ts,
+                          line.index, line.task)
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
         yield from process(i, lone) or (_cut(buf, i, cut, index, seen, budget) if cut else ())
     # The last line with a message: a paste often ends in a bare label (`[rank3]:`, `> `).

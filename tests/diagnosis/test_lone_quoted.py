@@ -69,3 +69,20 @@ def test_a_gap_that_leaves_the_buffer_empty_is_no_lone_message(numbers):
     raw = [RawLine("gap.log", n, text) for n, text in zip(numbers, texts)]
     hits = list(match.scan(normalize(raw), default_rules().keyword_index()))
     assert all(h.rule.category != "disk_full" or h.lines[0].lineno == 1 for h in hits)
+
+
+@pytest.mark.parametrize("text,category", [
+    # rules that refuse a quoted copy of their text (a source line's string) read the lone quote
+    ("'use_libuv was requested but PyTorch was built without libuv support'\n", "version_mismatch"),
+    ('"Type bf16 is not supported on your device."\n', "precision_conflict"),
+    ('"Type fp16 is not supported."\n"Type fp16 is not supported."\n', "precision_conflict"),
+])
+def test_lone_quoted_message_reads_past_a_rules_quote_guard(tmp_path, text, category):
+    assert _category(tmp_path, text) == category
+
+
+def test_the_same_string_inside_code_stays_code(tmp_path):
+    text = '    TORCH_CHECK(false, "use_libuv was requested but PyTorch was built without libuv support");\n'
+    assert _category(tmp_path, text) != "version_mismatch"
+    text = 'raise ValueError(\n    "Type bf16 is not supported on your device."\n)\n'
+    assert _category(tmp_path, text) != "precision_conflict"
