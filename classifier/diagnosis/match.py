@@ -367,16 +367,17 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
     lone = (0 < count == len(buf) <= 2 and buf[0].lineno <= 3 and all(line.msg == buf[0].msg for line in buf)
             and not buf[0].text.startswith(("  ", "\t"))
             and _LONE_QUOTED.fullmatch(buf[0].msg) is not None)
-    if lone:
-        # Read the message without its quotes: a rule that refuses a quoted copy of its text (a
-        # source line's string) must still read what the reporter quoted.
-        from classifier.diagnosis.normalize import Line  # loaded already: the readers made buf
-        inner = _LONE_QUOTED.fullmatch(buf[0].msg).group(2)
-        for j, line in enumerate(buf):
-            buf[j] = Line(line.source, line.lineno, line.text, inner, line.rank, line.host, line.ts,
-                          line.index, line.task)
     for i in range(max(0, len(buf) - _AHEAD), len(buf)):
-        yield from process(i, lone) or (_cut(buf, i, cut, index, seen, budget) if cut else ())
+        found = process(i, lone)
+        if lone and not found:
+            # Then without its quotes: a rule that refuses a quoted copy of its text (a source
+            # line's string) must still read what the reporter quoted.
+            from classifier.diagnosis.normalize import Line  # loaded already: the readers made buf
+            line = buf[i]
+            buf[i] = Line(line.source, line.lineno, line.text, _LONE_QUOTED.fullmatch(line.msg).group(2),
+                          line.rank, line.host, line.ts, line.index, line.task)
+            found = process(i, lone)
+        yield from found or (_cut(buf, i, cut, index, seen, budget) if cut else ())
     # The last line with a message: a paste often ends in a bare label (`[rank3]:`, `> `).
     at = next((i for i in range(len(buf) - 1, -1, -1) if buf[i].msg), None)
     if at is not None:
