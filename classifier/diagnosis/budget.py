@@ -6,6 +6,10 @@ many lines that each near-miss a slow pattern. Each rule search here runs with w
 of three budgets as its timeout: REGEX_TIMEOUT for the search, PER_LINE for all the searches
 a line triggers (its windows, exclusions, context), PER_JOB for the whole job. A spent budget
 skips the searches it covers, with a warning; the hits found so far still make the diagnosis.
+
+The budgets are counted on the wall clock (cheap), but a wall clock stretched by a loaded host or
+a garbage-collector pause is not regex work: before a budget is called spent, the thread's CPU
+clock is asked (`_recount`), so a diagnosis does not change with the machine's load.
 """
 
 import time
@@ -28,6 +32,7 @@ PER_LINE = 0.5
 PER_JOB = 10.0
 _NO_LINE = object()
 _monotonic = time.monotonic
+_cpu = time.thread_time  # ~1 us a call against ~0.1 us: asked only once the wall clock says spent
 
 
 class RegexBudget:
@@ -44,6 +49,9 @@ class RegexBudget:
         self._line = None
         self._job_warned = False
         self._warned_line = _NO_LINE
+        self._cpu_job = _cpu()   # the job's CPU clock at its start
+        self._cpu_line = None    # the line's, once the wall clock has overstated a budget
+        self._cpu_mode = False   # it has: each new line notes its CPU clock
 
     @property
     def exhausted(self) -> bool:
@@ -65,6 +73,7 @@ class RegexBudget:
         if line is not self._line:
             self._worst = self.worst_line
             self._line, self.line_left = line, self.per_line
+            self._cpu_line = _cpu() if self._cpu_mode else None
 
     def search(self, pattern, text: str, trusted: bool = False, **kwargs):
         """`pattern.search(text)` within what is left of the budgets; None when spent or slow.
@@ -75,8 +84,10 @@ class RegexBudget:
         if allowance > REGEX_TIMEOUT:
             allowance = REGEX_TIMEOUT
         elif allowance <= 0:
-            self._spent()
-            return None
+            if not self._recount():
+                self._spent()
+                return None
+            allowance = min(self.line_left, self.job_left, REGEX_TIMEOUT)
         started = _monotonic()
         try:
             if trusted and len(text) <= UNTIMED_TEXT:
@@ -96,6 +107,21 @@ class RegexBudget:
         else:
             self._spent()
         return None
+
+    def _recount(self) -> bool:
+        """Is a budget the wall clock calls spent still open by the thread's CPU clock? A line
+        whose start was not noted on it begins again there (at most twice its budget)."""
+        now = _cpu()
+        self._cpu_mode = True
+        if self.job_left <= 0:
+            # All of the job's CPU, not only its regex time: an upper bound of what it spent.
+            self.job_left = self.per_job - (now - self._cpu_job)
+        if self.line_left <= 0:
+            if self._cpu_line is None:
+                self._cpu_line, self.line_left = now, self.per_line
+            else:
+                self.line_left = self.per_line - (now - self._cpu_line)
+        return self.line_left > 0 and self.job_left > 0
 
     def _spent(self):
         """Say which budget ran out: the job's once, a line's once per line."""

@@ -86,3 +86,26 @@ def test_a_catastrophic_user_rule_leaves_a_bounded_job_with_a_warning(tmp_path, 
     result = json.loads(proc.stdout)
     assert (proc.returncode, result["category"]) == (0, "gpu_oom")
     assert "regex_budget" in {w["code"] for w in result["warnings"]}
+
+
+def test_a_wall_clock_stretched_by_load_changes_no_diagnosis(monkeypatch):
+    # A host so loaded (or a process so long in the garbage collector) that each search seems to
+    # take 2,000 times its time: the CPU clock, asked before a budget is called spent, says the
+    # regex work was small, so every answer and warning stays as on an idle host.
+    from classifier.diagnosis import budget as budget_module
+    from classifier.diagnosis.diagnose import diagnose_job
+    from conftest import LOGS
+
+    logs = sorted(LOGS.glob("*.log")) + sorted((LOGS / "culprit").glob("*.log"))
+    rules = load_rules([])
+
+    def answers():
+        return [(d["category"], d["rule"], [w["code"] for w in d["warnings"]])
+                for d in (diagnose_job([str(log)], rules) for log in logs)]
+
+    idle = answers()
+    real = budget_module._monotonic
+    start = real()
+    monkeypatch.setattr(budget_module, "_monotonic", lambda: start + (real() - start) * 2000)
+    assert answers() == idle
+    assert not any(codes for _, _, codes in idle)
