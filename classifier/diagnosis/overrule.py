@@ -27,7 +27,9 @@ def crash_echoed(hits, signals):
     line comes last and no rule reads a cause. A SIGSEGV has no other reading. A SIGABRT is
     also how NCCL's watchdog ends a rank whose collective timed out, so it counts only where
     the launcher names the rank (torchelastic's summary, spawn) and every symptom is printed
-    by another, labelled rank: the aborted rank said nothing of a timeout itself.
+    by another, labelled rank: the aborted rank said nothing of a timeout itself. The
+    deepspeed launcher names no rank; there every symptom must be gloo's echo of a rank
+    that printed none (`_gloo_echoes_of_silent_rank`).
     """
     if signals.crash is None:
         return None
@@ -35,9 +37,32 @@ def crash_echoed(hits, signals):
     if signal == "SIGSEGV":
         return line
     ranks = {l.rank for hit in hits for l in hit.lines}
-    if rank is None or None in ranks or rank in ranks:
+    if None in ranks:
         return None
-    return line
+    if rank is None:
+        return line if _gloo_echoes_of_silent_rank(hits, ranks) else None
+    return None if rank in ranks else line
+
+
+def _gloo_echoes_of_silent_rank(hits, ranks) -> bool:
+    """Under the deepspeed launcher, whose line does not say which rank aborted: are the
+    symptoms gloo's echoes of a rank that printed none of them?
+
+    NCCL's watchdog aborts the rank whose collective timed out after that rank printed the
+    timeout itself, so a watchdog abort leaves a timeout hit on the aborted rank. A gloo rank
+    that waits in a collective raises (exit code 1), it is not aborted. So the SIGABRT is a
+    crash where every symptom is gloo's: a lost peer, or a monitored barrier (TORCH_DISTRIBUTED_
+    DEBUG=DETAIL runs one before every collective) naming ranks that printed no symptom.
+    """
+    named: set[int] = set()
+    for hit in hits:
+        category = hit.rule.category
+        if category == "connection_failure":
+            continue
+        if category != "nccl_timeout" or "monitoredBarrier" not in hit.first.msg:
+            return False
+        named.update(int(r) for r in str(hit.facts.get("ranks", "")).replace(",", " ").split() if r.isdigit())
+    return not named or not named & ranks
 
 
 def exit_echoed(winner, hits, signals):

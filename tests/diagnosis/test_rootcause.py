@@ -339,6 +339,30 @@ def test_an_abort_after_the_ranks_own_watchdog_timeout_stays_a_timeout(tmp_path)
     assert d["category"] == "nccl_timeout"
 
 
+# The deepspeed launcher does not say which rank aborted (probe 60c, torch 2.13, gloo): a
+# gloo rank waiting in a collective raises, so the abort is the crash its peers echo, unless
+# the aborted rank printed a timeout itself (NCCL's watchdog) or a barrier names a rank that did.
+DS_ABORT = ("[2026-12-06 06:34:43,606] [ERROR] [launch.py:259:sigkill_handler] ['/venv/bin/python3', '-u', "
+            "'train.py', '--local_rank=1'] exits with return code = -6")
+BARRIER = "[rank{r}]: RuntimeError: [Rank {r}]: Ranks {m} failed to pass monitoredBarrier in 20000 ms"
+
+
+@pytest.mark.parametrize("echo", [PEER_CLOSED, BARRIER.format(r=0, m=1)])
+def test_an_abort_under_the_deepspeed_launcher_makes_gloo_echoes_its_echoes(tmp_path, echo):
+    _, d = diagnose_json(_write(tmp_path, "job.log", ["rank 0 step 0 loss 1.0167", echo, DS_ABORT]))
+    assert d["category"] == "unknown" and "-6" in d["evidence"][0]["text"]
+
+
+@pytest.mark.parametrize("echo, category", [
+    (WATCHDOG.format(r=1), "nccl_timeout"),                 # the aborted rank timed out itself
+    (BARRIER.format(r=0, m=1) + "\n" + BARRIER.format(r=1, m=0), "nccl_timeout"),  # each names one that spoke
+    (PEER_CLOSED.replace("[rank0]: ", ""), "connection_failure"),  # no rank label: whose echo?
+])
+def test_an_abort_under_the_deepspeed_launcher_after_a_timeout_stays_the_timeout(tmp_path, echo, category):
+    _, d = diagnose_json(_write(tmp_path, "job.log", echo.split("\n") + [DS_ABORT]))
+    assert d["category"] == category
+
+
 def test_a_segfault_does_not_overrule_a_cause(tmp_path):
     lines = [OOM, PEER_CLOSED] + SEGV_REPORTS["torchrun"]
     _, d = diagnose_json(_write(tmp_path, "job.log", lines))
