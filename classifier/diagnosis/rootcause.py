@@ -63,16 +63,45 @@ def _after(line, end) -> bool:
     return line.ts is not None and end.ts is not None and line.ts > end.ts
 
 
-def _yield_to_earlier_failures(symptoms):
+# What a peer prints when the rank it was talking to went away: a lost connection, a wait that
+# ran out. Such a line is the echo of whatever ended that rank first.
+PEER_ECHO_CATEGORIES = frozenset({"connection_failure", "nccl_timeout"})
+
+
+def _echoes_of_stopped_root(symptoms, ends, root_rank):
+    """The peers' lost connections when the scheduler's end is the first failure itself.
+
+    torchelastic names the rank that ended first (`Root Cause (first observed failure)`); when
+    an end hit reads that rank's own stop (`failed (exitcode: -15) local_rank: 0`, its SIGTERM
+    in the summary), another rank's `Connection closed by peer` printed before the launcher
+    noticed is that stop's echo, not a failure before the end (probe 60a: SIGTERM to one worker
+    of torchrun, its peer in an all_reduce).
+    """
+    if root_rank is None or not any(_names_rank(e, root_rank) for e in ends):
+        return set()
+    return {id(h) for h in symptoms if h.rule.category in PEER_ECHO_CATEGORIES
+            and h.first.rank is not None and h.first.rank != root_rank}
+
+
+def _names_rank(hit, rank) -> bool:
+    """Is `hit` about that rank: one of its lines is labelled with it, or it captured it as the
+    local rank (the agent's `local_rank: N`; one node, so local and global agree)?"""
+    return any(line.rank == rank for line in hit.lines) or \
+        str(hit.facts.get("local_rank", "")) == str(rank)
+
+
+def _yield_to_earlier_failures(symptoms, root_rank=None):
     """The symptoms that may decide: a failure echoed before the scheduler's end beats the end."""
     ends = [h for h in symptoms if h.rule.category in TERMINAL and h.rule.priority >= 0]
     if not ends:
         return symptoms
     end = min(ends, key=_hit_key).first
+    echoes = _echoes_of_stopped_root(symptoms, ends, root_rank)
     earlier = [h for h in symptoms if h.rule.category not in TERMINAL and h.rule.priority >= 0
-               and not _after(h.first, end)]
+               and not _after(h.first, end) and id(h) not in echoes]
     # Nothing failed before the end: what follows it (tasks reported Killed) is the end's echo.
-    return earlier or [h for h in symptoms if h.rule.category in TERMINAL or not _after(h.first, end)]
+    return earlier or [h for h in symptoms if id(h) not in echoes and
+                       (h.rule.category in TERMINAL or not _after(h.first, end))]
 
 
 def pick_root_cause(hits: Sequence["Hit"], root_rank: int | None = None) -> "Hit | None":
@@ -85,7 +114,7 @@ def pick_root_cause(hits: Sequence["Hit"], root_rank: int | None = None) -> "Hit
         return min(causes, key=_hit_key)
     if not hits:
         return None
-    hits = _yield_to_earlier_failures(hits)
+    hits = _yield_to_earlier_failures(hits, root_rank)
     top = max(h.rule.priority for h in hits)
     return min((h for h in hits if h.rule.priority == top), key=_hit_key)
 

@@ -187,3 +187,39 @@ def test_submitit_s_uncompleted_job_state_decides_between_cancel_and_memory(tmp_
                             ("OUT_OF_MEMORY", "host_oom")):
         lines = head + [f"has not produced any output (state: {state})", "No output/error stream produced !"]
         assert diagnose_json(_log(tmp_path, lines))[1]["category"] == category, state
+
+
+# Probe 60a: SIGTERM to rank 0 of torchrun (c10d rendezvous, torch 2.13, gloo). Rank 1, in an
+# all_reduce with it, reports the lost connection before the agent notices rank 0's exit; the
+# summary names rank 0's SIGTERM as the first observed failure, so the lost connection is its echo.
+def _stopped_rank(root_rank, root_exit):
+    return [
+        "[rank1]: Traceback (most recent call last):",
+        '[rank1]:   File "/tmp/job/train.py", line 41, in main',
+        "[rank1]:     dist.all_reduce(p_.grad)",
+        "[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+        "Connection closed by peer [127.0.0.1]:29397. This is typically caused by a remote worker crashing.",
+        "W1206 05:58:50.735000 24423 torch/distributed/elastic/multiprocessing/api.py:1028] Sending "
+        "process 24446 closing signal SIGTERM",
+        f"E1206 05:58:50.862000 24423 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+        f"(exitcode: {root_exit}) local_rank: {root_rank} (pid: 24445) of binary: /usr/bin/python3",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2026-12-06_05:58:50",
+        "  host      : localhost",
+        f"  rank      : {root_rank} (local_rank: {root_rank})",
+        f"  exitcode  : {root_exit} (pid: 24445)",
+        "  error_file: <N/A>",
+    ]
+
+
+def test_a_peers_lost_connection_is_the_echo_of_the_root_ranks_sigterm(tmp_path):
+    _, d = diagnose_json(_log(tmp_path, [STEP] + _stopped_rank(0, -15)))
+    assert (d["category"], d["rule"]) == ("job_cancelled", "job_cancelled.elastic_first_failure_sigterm")
+
+
+def test_a_lost_connection_on_the_root_rank_itself_is_no_echo(tmp_path):
+    # the rank that lost the connection is the one torchelastic saw fail first: its own failure
+    _, d = diagnose_json(_log(tmp_path, [STEP] + _stopped_rank(1, 1)))
+    assert d["category"] != "job_cancelled"
