@@ -112,3 +112,28 @@ def test_nan_loss_resolved_by_reads_finite_losses_in_the_usual_forms():
         assert any(p.search(text) for p in rule.resolved_by), text
     for text in other:
         assert not any(p.search(text) for p in rule.resolved_by), text
+
+
+# Paddle's launcher waits for the other trainers' comm-id servers (`server not ready, wait 3
+# sec to retry...`); NCCL starting after it means every endpoint answered.
+PADDLE = "connection_failure.paddle_endpoints_not_ready"
+
+
+def _paddle_wait():
+    return ["server not ready, wait 3 sec to retry...",
+            "not ready endpoints:['127.0.0.1:42362', '127.0.0.1:48123']"]
+
+
+def test_paddle_wait_where_the_log_ends_is_the_hang(tmp_path):
+    for noise in (0, 20000):
+        assert _diagnose(tmp_path, _paddle_wait() * 3, noise)["rule"] == PADDLE
+
+
+def test_paddle_nccl_start_after_the_wait_ends_it(tmp_path):
+    lines = _paddle_wait() + [
+        "worker-0:2825:2825 [0] NCCL INFO Bootstrap : Using eth0:172.16.0.90<0>",
+        "I0924 10:43:15.805625  2825 nccl_context.cc:74] init nccl context nranks: 8 local rank: 0 gpu id: 0 ring id: 0",
+        "NCCL version 2.10.3+cuda10.2"]
+    for noise in (0, 20000):
+        d = _diagnose(tmp_path, lines, noise)
+        assert d["rule"] != PADDLE and d["category"] == "none", noise
