@@ -68,6 +68,9 @@ ECHO_TERMS = (
     # the child's traceback under `-- Process N terminated with the following error:`): the detail under it says why.
     Term(r"ActorDiedError|RayActorError|ProcessRaisedException", ("actordiederror", "rayactorerror", "processraisedexception"),
          raw="ActorDiedError|RayActorError|ProcessRaisedException"),
+    # A write to a pipe whose reader is gone (a DataLoader worker killed, a child that died):
+    # the other end's end, told by the survivor; the cause is whatever ended the reader.
+    Term(r"BrokenPipeError", ("brokenpipeerror",), raw="BrokenPipeError"),
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (

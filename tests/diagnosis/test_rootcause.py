@@ -160,6 +160,20 @@ def test_ray_actor_death_is_an_echo_of_why_the_worker_died(tmp_path):
     assert (code, d["category"]) == (1, "unknown") and d["evidence"][0]["text"] == "KeyError: 'reward_fn'"
 
 
+def test_broken_pipe_is_an_echo_of_the_reader_that_died(tmp_path):
+    # The main process's pipe to a DataLoader worker broke because the worker was killed: the
+    # kill is the answer even where the paste shows the BrokenPipeError first.
+    lines = ["BrokenPipeError: [Errno 32] Broken pipe", "    _error_if_any_worker_fails()",
+             "RuntimeError: DataLoader worker (pid 5645) is killed by signal: Killed."]
+    code, d = diagnose_json(_write(tmp_path, "loader.log", lines))
+    assert d["category"] == "host_oom" and d["rule"] == "host_oom.sigkill_exit"
+    # Alone it is still a failure, one no rule explains.
+    lone = ["Traceback (most recent call last):", '  File "serve.py", line 40, in write',
+            "    self.wfile.write(body)", "BrokenPipeError: [Errno 32] Broken pipe"]
+    code, d = diagnose_json(_write(tmp_path, "lone.log", lone))
+    assert (code, d["category"]) == (1, "unknown")
+
+
 def test_mp_spawn_reraise_is_an_echo_of_the_childs_error(tmp_path):
     # torch.multiprocessing.spawn re-raises a child's failure as ProcessRaisedException, its
     # message (the child's traceback) below it: the child's line decides, not the wrapper.
