@@ -26,7 +26,6 @@ _SUFFIX = "(?:" + "|".join(EXCEPTION_SUFFIXES) + ")"
 # `,`, `.` or `=`: so `NewConnectionError(` in a urllib3 retry and `ASYNC_ERROR_HANDLING` are not exceptions.
 _NAME_END = r"(?:[^A-Za-z0-9_(),.=]|$)"
 
-
 _CAPITALS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -68,9 +67,7 @@ ECHO_TERMS = (
     # the child's traceback under `-- Process N terminated with the following error:`): the detail under it says why.
     Term(r"ActorDiedError|RayActorError|ProcessRaisedException", ("actordiederror", "rayactorerror", "processraisedexception"),
          raw="ActorDiedError|RayActorError|ProcessRaisedException"),
-    # A write to a pipe whose reader is gone (a DataLoader worker killed, a child that died):
-    # the other end's end, told by the survivor; the cause is whatever ended the reader.
-    Term(r"BrokenPipeError", ("brokenpipeerror",), raw="BrokenPipeError"),
+    Term(r"BrokenPipeError", ("brokenpipeerror",), raw="BrokenPipeError"),  # the survivor's echo of a reader that died (a killed DataLoader worker)
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (
