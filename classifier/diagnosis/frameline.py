@@ -8,7 +8,10 @@ from functools import lru_cache
 
 from classifier.precompiled import re_compile
 
-_PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:,? in (?P<func>\S+))?')
+# faulthandler's dump (`Timeout (0:02:00)!`, `Thread 0x... (most recent call first):`) writes
+# `File "x.py", line 50 in wait`, no comma before `in`, and lists the innermost frame first
+_FAULT_FRAME = re_compile(r'^\s*File "[^"]+", line \d+ in \S')
 # a frame line whose head the paste cut off (`/verl/protocol.py", line 491, in chunk`)
 _PY_FRAME_CUT = re_compile(r'^(?P<file>[^"\s][^"]{0,1023}?\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s*$')
 _IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
@@ -98,3 +101,11 @@ def _indented(text: str, msg: str) -> bool:
         return text[:1] in (" ", "\t")
     head = text[:at]
     return head[-2:] == "  " or head[-1:] == "\t" or (head != "" and head.isspace())
+
+
+def newest_last(raised):
+    """The record with its frames innermost last, as Python prints them: faulthandler lists them innermost first."""
+    frames = raised.frames
+    if frames and all(f.at is not None and _FAULT_FRAME.match(f.at.msg) for f in frames):
+        frames.reverse()
+    return raised

@@ -38,7 +38,7 @@ from classifier.diagnosis.literals import bits
 from classifier.diagnosis.frameline import (  # noqa: F401  (the frame forms, named here too)
     JOINED, is_statement, _COLAB_FRAME, _CPP_FRAME, _CPP_RAISED, _IPY_FRAME, _PY_FRAME, _PY_FRAME_CUT,
     _PYTEST_FRAME, _RICH_FRAME, frame_parts as _frame_parts, kept_frame as _kept_frame,
-    _CONTEXT_LITERAL, _CUT_FRAME_TAIL, _LONE_RAISE, _OPEN_RAISE, _indented)
+    _CONTEXT_LITERAL, _CUT_FRAME_TAIL, _LONE_RAISE, _OPEN_RAISE, _indented, newest_last)
 from classifier.vocabulary import EXCEPTION_LINE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
@@ -155,7 +155,7 @@ class TracebackCollector:
 
     def _close(self, state: _Open) -> None:
         if state.raised is not None and len(self.records) < MAX_RECORDS:
-            self.records.append(state.raised)
+            self.records.append(newest_last(state.raised))
         state.echo = state.raised if state.twin else None
         state.raised = None
         state.expect_source = False

@@ -426,3 +426,33 @@ def test_a_frame_head_whose_last_piece_fills_the_column_keeps_its_code_line():
     text = "Traceback (most recent call last):\n" + head + "\n    from .linear import\n"
     (r,) = _records(_wrapped(text, 80))
     assert r.frames[-1].func == "<module>" and r.frames[-1].source == "from .linear import"
+
+
+# faulthandler's dump (a hang's timeout, SIGABRT, `faulthandler.dump_traceback`): `line N in f`
+# with no comma, innermost frame first. Read innermost last, as Python's own traceback is.
+FAULTHANDLER = """\
+Timeout (0:02:00)!
+Thread 0x00007f3a2c1b6740 (most recent call first):
+  File "/opt/venv/lib/python3.12/site-packages/torch/utils/file_baton.py", line 50 in wait
+  File "/opt/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2156 in _jit_compile
+  File "/opt/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 1681 in load
+  File "/work/tests/test_model.py", line 7 in <module>
+"""
+
+
+def test_faulthandler_dump_is_read_innermost_last():
+    (raised,) = _records(FAULTHANDLER)
+    assert [f.func for f in raised.frames] == ["<module>", "load", "_jit_compile", "wait"]
+    assert raised.frames[-1].file.endswith("torch/utils/file_baton.py") and raised.cut
+
+
+def test_python_frames_keep_their_order():
+    (raised,) = _records(PYTHON)
+    assert [f.func for f in raised.frames] == ["<module>", "_batch_assertion"]
+
+
+def test_faulthandler_dump_of_a_stuck_build_names_the_lock(tmp_path):
+    log = tmp_path / "hang.log"
+    log.write_text(FAULTHANDLER)
+    d = diagnose_job([str(log)], use_model=False)
+    assert (d["category"], d["rule"]) == ("op_build_error", "op_build_error.extension_lock_wait")
