@@ -76,6 +76,14 @@ def test_a_gap_that_leaves_the_buffer_empty_is_no_lone_message(numbers):
     ("'use_libuv was requested but PyTorch was built without libuv support'\n", "version_mismatch"),
     ('"Type bf16 is not supported on your device."\n', "precision_conflict"),
     ('"Type fp16 is not supported."\n"Type fp16 is not supported."\n', "precision_conflict"),
+    # a quote that does not close on its line opens no source string (Python closes each piece
+    # of a string spread over lines; triple quotes hold their own): a quoted message the paste
+    # wrapped onto the next line, closing there, is output
+    ('"NCCL watchdog thread terminated with exception: [Rank 1] Watchdog caught collective '
+     'operation timeout: WorkNCCL(SeqNum=103, OpType=BROADCAST, NumelIn=213, NumelOut=213, Timeout\n'
+     '(ms)=1800000) ran for 1800913 milliseconds before timing out.".\n', "nccl_timeout"),
+    ("'RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capac\n"
+     "ity; 14.51 GiB already allocated)' is what I get\n", "gpu_oom"),
 ])
 def test_lone_quoted_message_reads_past_a_rules_quote_guard(tmp_path, text, category):
     assert _category(tmp_path, text) == category
@@ -86,30 +94,10 @@ def test_the_same_string_inside_code_stays_code(tmp_path):
     assert _category(tmp_path, text) != "version_mismatch"
     text = 'raise ValueError(\n    "Type bf16 is not supported on your device."\n)\n'
     assert _category(tmp_path, text) != "precision_conflict"
-
-
-# A quote that does not close on its line opens no source string: Python closes each piece of a
-# string spread over lines, and triple quotes hold their own. A reporter's quoted message that
-# the paste wrapped onto the next line (the quote closing there) is output.
-@pytest.mark.parametrize("text,category", [
-    ('"NCCL watchdog thread terminated with exception: [Rank 1] Watchdog caught collective '
-     'operation timeout: WorkNCCL(SeqNum=103, OpType=BROADCAST, NumelIn=213, NumelOut=213, Timeout\n'
-     '(ms)=1800000) ran for 1800913 milliseconds before timing out.".\n', "nccl_timeout"),
-    # single quotes, the break inside a word, a sentence of prose after the close
-    ("'RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capac\n"
-     "ity; 14.51 GiB already allocated)' is what I get\n", "gpu_oom"),
-])
-def test_quoted_message_wrapped_onto_the_next_line_is_read(tmp_path, text, category):
-    assert _category(tmp_path, text) == category
-
-
-@pytest.mark.parametrize("text", [
-    # each piece closes on its line: a string spread over lines in source
-    'raise RuntimeError(\n    "Watchdog caught collective operation timeout: "\n'
-    '    "WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 10 milliseconds"\n)\n',
-    # a docstring's triple quotes open a block, not a quoted message
-    'def check():\n    """Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)\n'
-    '    ran for 10 milliseconds before timing out."""\n',
-])
-def test_strings_that_close_on_their_line_stay_code(tmp_path, text):
+    # each piece closes on its line (a string spread over lines), or triple quotes open a block
+    text = ('raise RuntimeError(\n    "Watchdog caught collective operation timeout: "\n'
+            '    "WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 10 milliseconds"\n)\n')
+    assert _category(tmp_path, text) != "nccl_timeout"
+    text = ('def check():\n    """Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)\n'
+            '    ran for 10 milliseconds before timing out."""\n')
     assert _category(tmp_path, text) != "nccl_timeout"
