@@ -210,6 +210,9 @@ _MASKED_ON_PURPOSE = {
     # Ray's documented default Redis password on a `ray start --redis-password` command line
     "corpus/public/connection_failure/ray-project__ray__28372.log:2",
     # a local Jupyter server's login URL with its `?token=` (localhost, the token in the thread)
+    # a web UI's `--gradio-auth user:password` on its launch line (a throwaway `a:a`, still a
+    # password by its flag)
+    "corpus/public/none/sagiodev__stablediffusion_webui__9.log:1",
     "corpus/public/none/kylebarron__stata_kernel__263.log:12",
     "corpus/public/none/kylebarron__stata_kernel__263.log:13",
 }
