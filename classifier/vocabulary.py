@@ -178,8 +178,8 @@ OTHER_FAILURE_TERMS = (
     # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
     Term(r"ABORT!!! Out of all \d+ trainers|Container failed !!!", ("abort!!!", "container failed"), raw=r"ABORT!!!|Container failed !!!"),
     Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",), raw=r"failed \(exitcode"),  # torchelastic
-    Term(r"exit(?:ed with)? (?:non-zero )?(?:code|status):? -?[1-9]|^\[\d{1,4}\][+-]?\s+Exit [1-9]\d{0,2}\s{2,}\S", ("exit",),  # GNU time's; bash's job report
-         raw=r"exit(?:ed with)? (?:non-zero )?(?:code|status):? -?[1-9]|\][+-]?\s+Exit [1-9]"),
+    Term(r"exit(?:ed with)? (?:a )?(?:non-zero )?(?:code|status)(?: of)?:? -?[1-9]|^\[\d{1,4}\][+-]?\s+Exit [1-9]\d{0,2}\s{2,}\S", ("exit",),  # GNU time's; bash's job report; Vertex AI's replica
+         raw=r"exit(?:ed with)? (?:a )?(?:non-zero )?(?:code|status)(?: of)?:? -?[1-9]|\][+-]?\s+Exit [1-9]"),
     Term(r"^Killed$|^Aborted", ("killed", "aborted"), raw="Killed|Aborted"),
     Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
     # Slurm's clients and daemons: MUNGE refusals, bad job credentials, no config source, slurmctld unreachable

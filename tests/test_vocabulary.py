@@ -336,6 +336,8 @@ _SIGNAL_DEATHS = [
     'level=error ts=2024-04-16T14:59:40Z caller=main.go:88 msg="unable to reach the server"',
     # a process's non-zero exit as GNU time and bash's job control print it; a thread's uncaught exception
     "Command exited with non-zero status 1",
+    # Vertex AI / AI Platform's record of a replica that failed
+    "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error.",
     "[1]+  Exit 1                  python train.py --deepspeed ds_config.json",
     "Exception in thread Thread-3 (_run):",
     # pytest's rewritten assert under its `E` column; a traceback head the paste cut
@@ -356,6 +358,7 @@ _HEALTHY = [
     "Watchdog: panic_on_timeout disabled",
     "ERROR: pip's dependency resolver does not currently take into account all the packages that are installed.",
     "[2024-05-01 10:00:00] worker exited with non-zero status 0 times in the last hour",
+    "The replica worker 0 exited with a non-zero status of 0.",
     "INFO: fatal: errors are reported as FATAL lines; none so far",
     "val.error: 0.031",
     "train.timeout: 3600",
