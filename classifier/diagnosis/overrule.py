@@ -7,16 +7,37 @@ decide, from the failure signals and the other hits, whether the winner still st
 from classifier import taxonomy
 from classifier.diagnosis.rootcause import line_order
 from classifier.diagnosis.structure import respawned
+from classifier.precompiled import re_compile
 
 TAIL_LINES = 10  # a weak symptom this close to the end of its file is where the job hung
 RECOVERED_SKIPS = 8  # non-finite readings in a row a loss scaler's back-off may leave behind
+# torch_npu raises a bare device error (`npuSynchronizeDevice:... NPU error, error code is 107020`,
+# `ACL stream synchronize failed`) and prints the runtime's own report under it: CANN's
+# `EI9999:` / `EE1002:` lines say what failed (an HCCL task timeout). A hit in that report
+# explains the exception above it; APPENDIX_LINES bounds how far the report runs.
+DEVICE_RAISE = re_compile(r"\bNPU (?:function )?error\b|error code is \d{5,7}\b|\bACL stream synchronize failed")
+APPENDIX_LINES = 12
 
 
 def first_unexplained_exception(hits, signals, records=()):
     """The earliest real exception line that no rule hit covers (nor a spawn parent's re-raise), or None."""
     covered = {(line.source, line.lineno) for hit in hits for line in hit.lines} | respawned(records)
-    free = [line for line in signals.exceptions if (line.source, line.lineno) not in covered]
+    free = [line for line in signals.exceptions if (line.source, line.lineno) not in covered
+            and not _explained_below(line, hits, signals.exceptions)]
     return min(free, key=line_order) if free else None
+
+
+def _explained_below(raised, hits, exceptions) -> bool:
+    """Is `raised` a device runtime's bare error whose report, printed right under it by the
+    same process, holds a rule hit (before any other exception line)?"""
+    if not DEVICE_RAISE.search(raised.msg):
+        return False
+    end = raised.lineno + APPENDIX_LINES
+    for other in exceptions:
+        if other.source == raised.source and raised.lineno < other.lineno <= end:
+            end = other.lineno - 1
+    return any(line.source == raised.source and line.rank == raised.rank and raised.lineno < line.lineno <= end
+               for hit in hits for line in hit.lines)
 
 
 def crash_echoed(hits, signals):

@@ -462,3 +462,32 @@ def test_a_barrier_echo_of_a_rank_that_raised_shows_that_ranks_error(tmp_path):
              DETAIL_BARRIER] + _summary(1, 1)
     _, d = diagnose_json(_write(tmp_path, "job.log", lines))
     assert d["category"] == "unknown" and "mat1" in d["evidence"][0]["text"]
+
+
+NPU_RAISE = [
+    "[rank1]:   File \"/usr/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py\", line 3703, in barrier",
+    "[rank1]:     work.wait()",
+    "[rank1]: RuntimeError: npuSynchronizeDevice:torch_npu/csrc/core/npu/NPUStream.cpp:363 NPU error, error code is 107020",
+    "[rank1]: [ERROR] 2024-07-03-11:28:40 (PID:639, Device:0, RankID:1) ERR00100 PTA call acl api failed.",
+    "[rank1]: EI9999: Inner Error!",
+]
+
+
+def test_a_device_error_is_explained_by_the_runtime_report_under_it(tmp_path):
+    # torch_npu raises a bare error code; CANN's report right under it says an HCCL task timed out.
+    lines = NPU_RAISE + [
+        "[rank1]: EI9999: 2024-07-03-11:28:40.419.527  The error from device(chipId:0, dieId:0), serial "
+        "number is 1, hccl fftsplus task timeout occurred during task execution, stream_id:4, sq_id:4",
+    ]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "nccl_timeout"
+
+
+def test_a_timeout_another_rank_prints_below_a_device_error_does_not_explain_it(tmp_path):
+    # The report under the raise has no timeout; rank 0's timeout is an echo of rank 1's failure.
+    lines = NPU_RAISE + [
+        "[rank0]: EI9999: 2024-07-03-11:58:40.419.527  The error from device(chipId:0, dieId:0), serial "
+        "number is 1, hccl fftsplus task timeout occurred during task execution, stream_id:4, sq_id:4",
+    ]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "unknown"
