@@ -15,7 +15,7 @@ RECOVERED_SKIPS = 8  # non-finite readings in a row a loss scaler's back-off may
 # `ACL stream synchronize failed`) and prints the runtime's own report under it: CANN's
 # `EI9999:` / `EE1002:` lines say what failed (an HCCL task timeout). A hit in that report
 # explains the exception above it; APPENDIX_LINES bounds how far the report runs.
-DEVICE_RAISE = re_compile(r"\bNPU (?:function )?error\b|error code is \d{5,7}\b|\bACL stream synchronize failed")
+DEVICE_RAISE = re_compile(r"\b(?:NPU|OPS) (?:function )?error\b|error code is \d{1,7}\b|\bACL stream synchronize failed")
 APPENDIX_LINES = 12
 
 
