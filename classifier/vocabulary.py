@@ -71,7 +71,7 @@ ECHO_TERMS = (
 )
 # Failure lines that are not exceptions.
 OTHER_FAILURE_TERMS = (
-    Term(r"Traceback \(most recent call last\)|^Traceback \(most[ a-z]{0,17}$|^During handling of the above exception, another|^The above exception was the direct cause of",
+    Term(r"Traceback \(most recent call last\)|^(?:╭─{1,200} )?Traceback \(most[ a-z]{0,17}$|^During handling of the above exception, another|^The above exception was the direct cause of",
          ("traceback", "above exception"), raw="Traceback|above exception"),  # also cut in its head; the chaining lines
     # a traceback's frame: pastes often keep the frames and lose the header and the message (smart quotes too, once normalised)
     Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;|“|”)'),

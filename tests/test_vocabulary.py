@@ -343,6 +343,8 @@ _SIGNAL_DEATHS = [
     # pytest's rewritten assert under its `E` column; a traceback head the paste cut
     "E       assert 130 in {15, 143, 193}",
     "Traceback (most recen",
+    # rich's traceback box cut in its header (HF datasets / typer apps print it)
+    "\u256d\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500 Traceback (most",
     # Ray's autoscaler: a resource request no node type can ever satisfy
     "(scheduler +27s) Error: No available node types can fulfill resource request {'bob': 1.0, 'CPU': 1.0}. "
     "Add suitable node types to this cluster to resolve this issue.",

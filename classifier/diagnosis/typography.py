@@ -3,7 +3,9 @@
 A copy out of a rendered page puts no-break and other typographic spaces and zero-width marks
 where the log had plain spaces. Forum software (Discourse), Slack, Word and Google Docs also
 "smarten" text outside code blocks: straight quotes become curly (`'x'` -> `‘x’`, `"x"` ->
-`“x”`), `--` becomes an en or em dash and `...` an ellipsis. Rules are written against the
+`“x”`), `--` becomes an en or em dash and `...` an ellipsis. A Chinese or Japanese input
+method types ASCII punctuation in its full-width forms (`error：`, `（`, `，`), in logs a
+script prints and in pastes retyped around them. Rules are written against the
 log's own characters, so the message they read has all of these folded back; the evidence
 text keeps the line as it was pasted. Each mark is one character, so folding never joins or
 splits a line: line numbers stay the log's.
@@ -17,16 +19,22 @@ _PLAIN = str.maketrans({
     **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033", '"'),  # double quotes
     **dict.fromkeys("\u2010\u2011\u2212", "-"),  # hyphen, no-break hyphen, minus sign
     "\u2026": "...",
+    # full-width ASCII (U+FF01-FF5E) is the same character shifted: `（` -> `(`, `Ａ` -> `A`
+    **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
 })
 # An en or em dash stood for `--` (a flag: `—deepspeed`, `–nproc_per_node`), except one
 # between two blanks, which Word makes of a lone `-` (`2024-01-01 12:00:00 – INFO – ...`).
 _DASHES = ("\u2013", "\u2014")
+_SPACED = (("\uff1a", ": "), ("\uff0c", ", "), ("\uff1b", "; "))
 
 
 def plain_chars(text: str) -> str:
     """`text` with web-copy spaces, zero-width marks and smart punctuation made plain ASCII."""
     if text.isascii():
         return text
+    for wide, narrow in _SPACED:
+        if wide in text:  # a full-width colon or comma carries its own space: `error：Failed`
+            text = text.replace(wide + " ", narrow).replace(wide, narrow)
     text = text.translate(_PLAIN)
     for dash in _DASHES:
         if dash in text:  # str.replace: a regex with a callback cost a tenth of the line's time

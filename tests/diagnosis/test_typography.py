@@ -21,6 +21,11 @@ from classifier.diagnosis.typography import plain_chars
     ("Loading extension module cpu_adam\u2026", "Loading extension module cpu_adam..."),
     ("rank\u00a03:\u200b step", "rank 3: step"),
     ("plain ascii stays 'as' \"is\" -- ...", "plain ascii stays 'as' \"is\" -- ..."),
+    # a Chinese input method's full-width punctuation; its colon and comma carry their own space
+    ("error\uff1aFailed to read file \uff08data.json\uff09", "error: Failed to read file (data.json)"),
+    ("RuntimeError\uff1a CUDA out of memory\uff0cTried to allocate 2.00 GiB",
+     "RuntimeError: CUDA out of memory, Tried to allocate 2.00 GiB"),
+    ("\u8bad\u7ec3\u5931\u8d25\uff1b\uff2e\uff23\uff23\uff2c", "\u8bad\u7ec3\u5931\u8d25; NCCL"),
 ])
 def test_smart_punctuation_is_folded(pasted, plain):
     assert plain_chars(pasted) == plain
@@ -49,6 +54,11 @@ def test_folding_keeps_line_numbers_and_the_pasted_text():
       "  File \u201c/w/train.py\u201d, line 9, in <module>",
       "    local_rank = int(os.environ[\u2018LOCAL_RANK\u2019])",
       "KeyError: \u2018LOCAL_RANK\u2019"], "env_var_missing"),
+    # typed with a Chinese input method around the machine output: the error record is a failure
+    (["step 10 loss 1.20",
+      "error\uff1aFailed to read file '/data/train.json' with error <class 'pyarrow.lib.ArrowInvalid'>"
+      "\uff1a JSON parse error"], "unknown"),
+    (["[rank0]: torch.OutOfMemoryError\uff1aCUDA out of memory. Tried to allocate 2.00 GiB"], "gpu_oom"),
 ])
 def test_a_smartened_paste_keeps_its_diagnosis(lines, category, tmp_path):
     log = tmp_path / "paste.log"
