@@ -124,6 +124,8 @@ _RECORDS = [
     'time="2024-04-16T14:59:40Z" level=fatal msg="could not mount the dataset volume"',
     "[14:59:40] ERROR    Training failed at step 300                 trainer.py:88",
     "[2024-04-16 14:59:40] ERROR: Failed to start the trainer",
+    # Ray's autoscaler gives up with its own PANIC level
+    "2022-06-07 15:30:26,453 PANIC commands.py:643 -- Head node fetch timed out. Failed to create head node.",
     "E       assert 130 in {15, 143, 193}",
 ]
 
@@ -354,6 +356,7 @@ _SIGNAL_DEATHS = [
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
+    "2022-06-07 15:30:26,453 PANIC commands.py:643 -- Head node not up yet, will retry in 5 s",
     "export PYTHONFAULTHANDLER=1  # prints a traceback on a segmentation-fault-free run too",
     "[INFO] checking the bus error counters: 0",
     "zsh: correct 'pyhton' to 'python' [nyae]? y",

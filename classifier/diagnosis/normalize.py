@@ -74,7 +74,7 @@ _JOURNAL_HEAD = re_compile(r"(?:[\w.-]{1,64} )?[\w.@/:-]{1,64}\[\d{1,10}\]:(?:\s
 # DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too). A pipe logger goes on with its
 # name (FastChat's `| ERROR | stderr | `), Python's `%(asctime)s - %(levelname)s - %(message)s` has
 # dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a | -0.8 |`) stay.
-_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE)(?:\s+(?:\|\s)?(?=\|.*\|\s*$)"
+_LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|PANIC|TRACE|NOTICE)(?:\s+(?:\|\s)?(?=\|.*\|\s*$)"
                     r"|\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s-\s|\s+(?=[^\s|-]|-(?!\s))|\s*\|?$)")
 # A stamp with no date: moreutils' `ts -s` / `ts -i` and `ts '%.T'` (`00:00:05 `,
 # `14:03:07.512208 `), rich's log column (`[14:03:07] `), and `ts '%.s'` / `ts '%s'`'s seconds
@@ -279,7 +279,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
         if m:
             ts = iso_seconds(m) if ts is None else ts
             msg = msg[m.end():]
-            m = _LEVEL.match(msg) if msg[:1] in "CDEFINTW" else None
+            m = _LEVEL.match(msg) if msg[:1] in "CDEFINPTW" else None
             if m:
                 msg = msg[m.end():]
             elif "]:" in msg[:140] and (m := _JOURNAL_HEAD.match(msg)):

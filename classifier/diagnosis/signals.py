@@ -69,7 +69,7 @@ _B_SPAWN_EXIT = bits("terminated with exit code")
 # ChildFailedError traceback and its summary follow.
 ELASTIC_WORKER_FAILED = re_compile(r"failed \(exitcode: -?\d+\) local_rank: \d+")
 CRASH_CODES = {"-11": "SIGSEGV", "-6": "SIGABRT"}
-# A logger's ERROR / CRITICAL / FATAL record that no failure term reads, counted when its text
+# A logger's ERROR / CRITICAL / FATAL (Ray's autoscaler: PANIC) record that no failure term reads, counted when its text
 # states a failure the program did not handle (a retry, a fallback, a skip, a count of 0):
 # - the level peeled off with the timestamp (normalize._LEVEL): `%(asctime)s %(levelname)s
 #   %(message)s`, `... - ERROR - ...`, loguru's `| ERROR    |`, so the message alone no longer
@@ -80,7 +80,7 @@ CRASH_CODES = {"-11": "SIGSEGV", "-6": "SIGABRT"}
 # - logfmt's `level=error` (logrus, go-kit, slog), its own words read without the level.
 # pytest's `E` column is peeled like the level (normalize._PYTEST_E): under it, an `assert` failed.
 _PEELED_ASSERT = re_compile(r"(?:^|[\s\]:])E(?: {3,}|\t)$")
-_PEELED_ERROR = re_compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL)[\s|:-]*$")
+_PEELED_ERROR = re_compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL|PANIC)[\s|:-]*$")
 _LEVEL_LEAD = re_compile(r"(?:ERROR|CRITICAL|FATAL)(?P<colon>:)?\s+(?:\|\s+)?|\[(?:error|critical|fatal)\s{0,8}\]\s+")
 _LOGFMT_LEVEL = re_compile(r"(?:^|\s)level=\"?(?i:error|fatal|critical)\b\"?")
 _STAMP_END = re_compile(r"\d\d:\d\d(?:[.,:]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?\s{0,4}$")
@@ -93,7 +93,7 @@ _HANDLED = re_compile(r"(?i)\b(?:retry|retrying|retries|will retry|trying again|
 
 def _may_be_record(text: str, msg: str) -> bool:
     """A cheap gate before _error_record: the line holds a level word in one of its forms."""
-    return ("ERROR" in text or "CRITICAL" in text or "FATAL" in text or "level=" in msg
+    return ("ERROR" in text or "CRITICAL" in text or "FATAL" in text or "PANIC" in text or "level=" in msg
             or msg[:7] == "assert " or (msg[:1] == "[" and msg[1:2] in ("e", "c", "f")))
 
 
