@@ -42,13 +42,19 @@ def trie_regex(words: Iterable[str]) -> str:
 _WORD_START = r"(?:(?<![^\W_])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
 
 
+def _word_led(keyword: str) -> bool:
+    # Chinese and Japanese run words together (`ETA: 2621s已杀死`, `错误：`): a keyword in
+    # those scripts has no word start to wait for.
+    return keyword[0].isalnum() and (keyword[0].isascii() or not "\u2e80" <= keyword[0] <= "\u9fff")
+
+
 def bounded(keyword: str, exact: bool = False) -> str:
     """`keyword` as a regex, case-insensitive unless `exact`, that finds it where a word starts.
 
     Run it on the line as written: the case decides where camel-cased words start.
     """
     body = re.escape(keyword) if exact else "(?i:" + re.escape(keyword) + ")"
-    return _WORD_START + body if keyword[0].isalnum() else body
+    return _WORD_START + body if _word_led(keyword) else body
 
 
 def keyword_gate(keyword: str, exact: bool = False) -> str:
@@ -62,7 +68,7 @@ def keyword_gate(keyword: str, exact: bool = False) -> str:
     def case(text):
         return re.escape(text) if exact else "(?i:" + re.escape(text) + ")"
 
-    if not keyword[0].isalnum():
+    if not _word_led(keyword):
         return case(keyword)
     head = r"(?:^|[^A-Za-z0-9]|[mnrt])" + case(keyword)
     if keyword[0].isalpha() and (not exact or keyword[0].isupper()):
