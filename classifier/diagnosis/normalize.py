@@ -328,7 +328,7 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     m = None if msg.isascii() else _BOX_LEFT.match(msg)  # the borders are not ASCII
     if m:
         msg = _BOX_RIGHT.sub("", msg[m.end():])
-    msg = msg.strip()
+    msg = msg.strip().replace("\\`", "`")  # markdown's escaped backtick: a paste typed outside a code block
     if "x across cluster]" in msg:
         msg = _RAY_DEDUP.sub("", msg)
     if msg[:1] == "`" or msg[-1:] == "`":

@@ -59,6 +59,9 @@ def test_folding_keeps_line_numbers_and_the_pasted_text():
       "error\uff1aFailed to read file '/data/train.json' with error <class 'pyarrow.lib.ArrowInvalid'>"
       "\uff1a JSON parse error"], "unknown"),
     (["[rank0]: torch.OutOfMemoryError\uff1aCUDA out of memory. Tried to allocate 2.00 GiB"], "gpu_oom"),
+    # typed into an issue outside a code block: bold, and markdown's escaped backticks
+    (["**RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling \\`cublasCreate(handle)\\`**"],
+     "gpu_oom"),
 ])
 def test_a_smartened_paste_keeps_its_diagnosis(lines, category, tmp_path):
     log = tmp_path / "paste.log"
