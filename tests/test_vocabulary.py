@@ -345,6 +345,8 @@ _SIGNAL_DEATHS = [
     # pytest's rewritten assert under its `E` column; a traceback head the paste cut
     "E       assert 130 in {15, 143, 193}",
     "Traceback (most recen",
+    # Hydra refusing a command-line override (no traceback unless HYDRA_FULL_ERROR=1)
+    "Could not override 'reward_model.reward_kwargs.n_samples_per_prompt'.",
     # rich's traceback box cut in its header (HF datasets / typer apps print it)
     "\u256d\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500\u2500 Traceback (most",
     # Ray's autoscaler: a resource request no node type can ever satisfy
@@ -356,6 +358,7 @@ _SIGNAL_DEATHS = [
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
+    "Could not override 'num_workers' from the environment; using the config's value of 4",
     "2022-06-07 15:30:26,453 PANIC commands.py:643 -- Head node not up yet, will retry in 5 s",
     "export PYTHONFAULTHANDLER=1  # prints a traceback on a segmentation-fault-free run too",
     "[INFO] checking the bus error counters: 0",
