@@ -129,12 +129,12 @@ OTHER_FAILURE_TERMS = (
          r"|^(?:mpirun|mpiexec|orterun|prterun|prte) was unable to (?:find|launch|start)\b|^ORTE was unable to reliably"
          r"|^It looks like (?:the function `?)?\w{1,20}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly"
          r"|^\*\*\* An error occurred in MPI_\w|^An MPI communication peer process has unexpectedly disconnected|^[OP]RTE has lost communication with"
-         r"|^No nodes are available for this job\b|^Could not override '[^'\s]{1,200}'\.?$",  # Hydra's refused override, printed alone
+         r"|^No nodes are available for this job\b|^Could not override '[^'\s]{1,200}'\.?$|Your input ran out of data; interrupting training",  # Hydra; Keras
          ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread", "not enough slots",
           "was unable to ", "failed for some reason", "daemon has unexpectedly", "an error occurred in mpi_", "unexpectedly disconnected",
-          "has lost communication", "no nodes are available", "could not override '"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
+          "has lost communication", "no nodes are available", "could not override '", "your input ran out of data"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
          "|not enough slots|An error occurred in MPI_|was unable to (?:find|launch|start|reliably)|failed for some reason"
-         "|daemon has unexpectedly|unexpectedly disconnected|has lost communication|No nodes are available|Could not override '"),
+         "|daemon has unexpectedly|unexpectedly disconnected|has lost communication|No nodes are available|Could not override '|Your input ran out of data"),
     # an MPI launcher that refused its own command line before starting anything: Open MPI's refusal to run as root
     # (its help block `mpirun has detected an attempt to run as root.`), and its `mpirun: Error: unknown option "-ppn"`
     # when DeepSpeed's mpich / impi launcher builds an MPICH command line and Open MPI's mpirun is first on PATH

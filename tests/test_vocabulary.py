@@ -345,6 +345,8 @@ _SIGNAL_DEATHS = [
     # pytest's rewritten assert under its `E` column; a traceback head the paste cut
     "E       assert 130 in {15, 143, 193}",
     "Traceback (most recen",
+    # Keras stopping fit() when the dataset runs dry, glued to its progress bar
+    "97/10000 [....] - ETA: 1:08:14 - loss: 3.3150WARNING:tensorflow:Your input ran out of data; interrupting training.",
     # Hydra refusing a command-line override (no traceback unless HYDRA_FULL_ERROR=1)
     "Could not override 'reward_model.reward_kwargs.n_samples_per_prompt'.",
     # rich's traceback box cut in its header (HF datasets / typer apps print it)
