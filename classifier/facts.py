@@ -48,8 +48,8 @@ _UNIT_BYTES = {"B": 1, "bytes": 1, "byte": 1, "kB": 1024,
                "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40,
                "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12, "PB": 10 ** 15,
                "EB": 10 ** 18}
-# numpy prints three significant digits: `926. GiB`
-_SIZE = re_compile(r"^(-?\d+(?:\.\d*)?)\s*([A-Za-z]*)$")
+# numpy prints three significant digits: `926. GiB`; CuPy < 6 groups thousands: `25,600,000 bytes`
+_SIZE = re_compile(r"^(-?\d{1,3}(?:,\d{3})+|-?\d+(?:\.\d*)?)\s*([A-Za-z]*)$")
 _DURATION = re_compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|min)$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "min": 60}
 
@@ -64,7 +64,7 @@ def parse_size(text: str) -> dict[str, object] | None:
     if not m or m.group(2) not in _UNIT_BYTES and m.group(2):
         return None
     unit = m.group(2) or "B"
-    value = _number(m.group(1))
+    value = _number(m.group(1).replace(",", ""))
     if value is None:
         return None
     shown = text.strip() if m.group(2) else f"{value} bytes"

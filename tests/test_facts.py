@@ -30,6 +30,8 @@ def test_sizes_keep_the_unit_and_give_bytes():
     assert parse_size("1073741824 bytes") == {"value": 1073741824, "unit": "B",
                                               "bytes": 1073741824, "text": "1073741824 bytes"}
     assert parse_size("515000000")["text"] == "515000000 bytes"  # Slurm prints bare bytes
+    assert parse_size("25,600,000 bytes")["bytes"] == 25600000  # CuPy < 6 groups thousands
+    assert parse_size("1,5 GiB") is None  # a decimal comma is no thousands group
     assert parse_size("12 parsecs") is None
     assert parse_duration("600000ms")["seconds"] == 600.0
     assert parse_duration("1800s") == {"value": 1800, "unit": "s", "seconds": 1800, "text": "1800s"}

@@ -215,6 +215,9 @@ _MASKED_ON_PURPOSE = {
     "corpus/public/none/sagiodev__stablediffusion_webui__9.log:1",
     "corpus/public/none/kylebarron__stata_kernel__263.log:12",
     "corpus/public/none/kylebarron__stata_kernel__263.log:13",
+    # the same kind of local Jupyter login URL with its token (harvest 53c)
+    "corpus/public/none/ipython__ipykernel__488.log:5",
+    "corpus/public/none/ipython__ipykernel__488.log:6",
 }
 
 
