@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 
 from classifier.diagnosis.hsdb import load_database
-from classifier.diagnosis.gates import keyword_gate, trie_regex
+from classifier.diagnosis.gates import hint_literal, keyword_gate, trie_regex
 from classifier.diagnosis.hit import CONTEXT_LINES
 from classifier.vocabulary import ROOT_FIELD_LINES
 
@@ -339,7 +339,7 @@ def make_finder(keywords: "Iterable[tuple] | Callable[[], Iterable[tuple]]",
             term_gates.append((None, term.gate_pattern, term.raw_gate, (NEAR, AFTER)))
     if engine in ("auto", "hyperscan"):
         try:
-            kept = [(text.lower(), None, keyword_gate(text, exact), (before, after))
+            kept = [(hint_literal(text), None, keyword_gate(text, exact), (before, after))
                     for text, exact, before, after in _uncovered(specs)]
             tables = HyperscanFinder.tables(kept + term_gates,
                                             {t.raw_gate: t.scan for t in terms if t.scan},
@@ -352,7 +352,7 @@ def make_finder(keywords: "Iterable[tuple] | Callable[[], Iterable[tuple]]",
         except ImportError:
             if engine == "hyperscan":
                 raise
-    return PurePythonFinder([(text.lower(), None, keyword_gate(text, exact), (before, after))
+    return PurePythonFinder([(hint_literal(text), None, keyword_gate(text, exact), (before, after))
                              for text, exact, before, after in specs] + term_gates)
 
 

@@ -57,6 +57,36 @@ def bounded(keyword: str, exact: bool = False) -> str:
     return _WORD_START + body if _word_led(keyword) else body
 
 
+def _punctuation_re(text: str) -> str:
+    """`text` escaped, each ASCII punctuation mark also matching its full-width form (a Chinese
+    or Japanese input method's `：`, `（`), which normalising folds back (typography.py); a colon,
+    comma or semicolon there carries its own space, so the blank after it may be missing."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if "!" <= ch <= "~" and not ch.isalnum():
+            wide = re.escape(chr(ord(ch) + 0xFEE0))
+            if ch in ":,;" and text[i + 1:i + 2] == " ":
+                out.append(f"(?:{re.escape(ch)} |{wide} ?)")
+                i += 2
+                continue
+            out.append(f"(?:{re.escape(ch)}|{wide})")
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def hint_literal(keyword: str) -> str:
+    """The lower-cased literal every raw line `keyword_gate(keyword)` finds holds: the keyword, or
+    where it has punctuation (which may come full-width), its longest piece without any."""
+    if not any("!" <= ch <= "~" and not ch.isalnum() for ch in keyword):
+        return keyword.lower()
+    pieces = re.split(r"[!-/:-@\[-`{-~]", keyword)
+    best = max((p.strip() for p in pieces), key=len)
+    return best.lower() if best else keyword.lower()
+
+
 def keyword_gate(keyword: str, exact: bool = False) -> str:
     """A regex on raw log bytes that finds every line whose message holds `keyword` as bounded.
 
@@ -66,7 +96,8 @@ def keyword_gate(keyword: str, exact: bool = False) -> str:
     or digit may start a camel-cased word.
     """
     def case(text):
-        return re.escape(text) if exact else "(?i:" + re.escape(text) + ")"
+        literal = _punctuation_re(text) if hint_literal(keyword) != keyword.lower() else re.escape(text)
+        return literal if exact else "(?i:" + literal + ")"
 
     if not _word_led(keyword):
         return case(keyword)

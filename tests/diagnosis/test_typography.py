@@ -70,3 +70,15 @@ def test_a_smartened_paste_keeps_its_diagnosis(lines, category, tmp_path):
     plain = tmp_path / "plain.log"
     plain.write_text(plain_chars("\n".join(lines)) + "\n", encoding="utf-8")
     assert diagnose_job([str(plain)])["category"] == category
+
+
+@pytest.mark.parametrize("select", ["re", "hyperscan"])
+def test_a_full_width_keyword_line_is_selected_in_a_big_log(tmp_path, select):
+    # the prefilter reads raw bytes: a keyword's punctuation typed full-width must still pick
+    # its line, so a big log gets the answer the full path gives
+    steps = "".join(f"[rank0]: step {i} loss 1.{i % 10}\n" for i in range(6000))
+    log = tmp_path / "build.log"
+    log.write_text(steps + "ninja\uff1abuild stopped\uff1asubcommand failed.\n" + steps, encoding="utf-8")
+    full = diagnose_job([str(log)], select=False)
+    assert full["category"] == "op_build_error"
+    assert diagnose_job([str(log)], select=select)["category"] == full["category"]
