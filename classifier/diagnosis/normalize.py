@@ -37,10 +37,11 @@ _RANK_PREFIXES = (
     re_compile(r"\[(?:\d+,)?(?P<rank>\d+)\]<std(?:out|err|diag)>:\s?"),
     _SRUN_LABEL,
     # pdsh (DeepSpeed multi-node launcher): `worker-1: `, `10.0.0.5: `, `localhost: `. A host
-    # label needs a digit or a hyphen before any dot, so `collect2: error` and
-    # `libcudart.so.11.0: cannot open` keep their first word. Alone on a line it is a blank.
+    # label needs a digit or a hyphen before any dot, so `collect2: error`, `libcudart.so.11.0: x`
+    # and NVIDIA's tools (`nvidia-container-cli: x`) keep their first word. Alone, a blank.
     re_compile(r"(?P<host>localhost|\d{1,3}(?:\.\d{1,3}){3}"
-               r"|(?!collect2:)(?=[a-z0-9-]{0,63}[\d-])[a-z][a-z0-9-]{0,62}(?:\.[a-z][a-z0-9-]{0,62}){0,16}):(?:\s|$)"),
+               r"|(?!collect2:|nvidia-(?:container-[a-z-]+|ctk|smi)(?:\.real)?:)"
+               r"(?=[a-z0-9-]{0,63}[\d-])[a-z][a-z0-9-]{0,62}(?:\.[a-z][a-z0-9-]{0,62}){0,16}):(?:\s|$)"),
     # Ray Train workers: `(RayTrainWorker pid=12345, ip=10.0.0.1) `
     re_compile(r"\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s"),
     # kubectl logs --prefix: `[pod/trainer-0/pytorch] `; the pod is where the line ran
