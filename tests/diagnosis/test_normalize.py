@@ -73,6 +73,12 @@ CASES = [
     ("libcudart.so.11.0: cannot open shared object file: No such file or directory",
      "libcudart.so.11.0: cannot open shared object file: No such file or directory", None, None),
     ("RuntimeError: Address already in use", "RuntimeError: Address already in use", None, None),
+    ("nvidia-container-cli: device error: 4: unknown device", "nvidia-container-cli: device error: 4: unknown device",
+     None, None),
+    ("nvidia-container-cli.real: device error: 1: unknown device",
+     "nvidia-container-cli.real: device error: 1: unknown device", None, None),
+    # a pdsh host that happens to be named after the vendor is still a host
+    ("nvidia-dgx-01: [rank3]: RuntimeError: boom", "RuntimeError: boom", 3, "nvidia-dgx-01"),
     ("node1:1201:1201 [0] NCCL INFO Bootstrap : Using eth0", "node1:1201:1201 [0] NCCL INFO Bootstrap : Using eth0",
      None, None),
 ]
