@@ -25,7 +25,9 @@ MIN_CUT_KEYWORD = 6   # a keyword cut to fewer characters than this says too lit
 # 'Half'`) or cmd.exe's (`'nvcc' is not recognized ...`); right under a traceback's frame head,
 # though, a quoted line is the frame's source (is_code).
 _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|log_dist\(|print\(|warnings\.warn\(|"""
-                        r"""f?(["'])(?![\w.-]{1,40}["']\s?:\s)(?![\w.]{0,80}(?:Error|Exception):\s)"""
+                        # a quoted message that opens on an exception's name, or a runtime's error
+                        # code (`"hipErrorNoBinaryForGpu: ...`, `"CUDA_ERROR_NO_DEVICE: ...`), is output
+                        r"""f?(["'])(?![\w.-]{1,40}["']\s?:\s)(?![\w.]{0,80}(?:Error|Exception|ERROR)\w{0,60}:\s)"""
                         # a quote that never closes on its line opens no source string (Python
                         # closes each piece of a string spread over lines; triple quotes hold
                         # their own): a reporter's quoted message wrapped onto the next line

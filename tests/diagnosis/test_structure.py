@@ -472,3 +472,16 @@ def test_a_message_quoted_in_a_sentence_is_output_but_a_source_string_is_code(tm
     framed = ('Traceback (most recent call last):\n  File "x.py", line 3, in f\n'
               f"    {sentence}\n")
     assert _diagnose(tmp_path, framed)["source"] != "rule"
+
+
+# A runtime's error code leads its message like an exception's name; quoted among other output
+# (a reporter's quote after the start-up lines) it is that output, under a frame head it is code.
+def test_a_quoted_runtime_error_code_among_output_is_read(tmp_path):
+    quoted = '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\n'
+    startup = ("Launching Web UI with arguments: --precision full --no-half\n"
+               "Loading weights [7460a6fa] from /models/sd-v1-4.ckpt\n")
+    assert _diagnose(tmp_path, startup + quoted + "Aborted (core dumped)\n")["category"] == "version_mismatch"
+    code = ('Traceback (most recent call last):\n  File "x.py", line 3, in f\n'
+            '    "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\n'
+            "ValueError: bad flag\n")
+    assert _diagnose(tmp_path, code)["category"] != "version_mismatch"
