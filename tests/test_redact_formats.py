@@ -218,6 +218,11 @@ _MASKED_ON_PURPOSE = {
     # the same kind of local Jupyter login URL with its token (harvest 53c)
     "corpus/public/none/ipython__ipykernel__488.log:5",
     "corpus/public/none/ipython__ipykernel__488.log:6",
+    # a database password in a source line the traceback shows (`password='...'`, harvest 55c)
+    "corpus/public/unknown/akaraspt__deepsleepnet__2.log:4",
+    # a keyword argument passing a variable of its own name (`add_to_git_credential=
+    # add_to_git_credential)`): masked by its key, as any `*_credential=` value (harvest 55e)
+    "corpus/public/env_var_missing/validatedpatterns__rag-llm-gitops__70.log:8",
 }
 
 
