@@ -108,6 +108,11 @@ class RegexBudget:
             self._spent()
         return None
 
+    def charge(self, took: float) -> None:
+        """Count `took` seconds of searches timed together against the line and the job."""
+        self.line_left -= took
+        self.job_left -= took
+
     def _recount(self) -> bool:
         """Is a budget the wall clock calls spent still open by the thread's CPU clock? A line
         whose start was not noted on it begins again there (at most twice its budget)."""

@@ -11,8 +11,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from classifier.precompiled import re_compile
-from classifier.diagnosis.budget import RegexBudget
+from classifier.diagnosis.budget import UNTIMED_TEXT, RegexBudget, _monotonic
 from classifier.diagnosis.folded import FoldedBudget, folds, has_capital
+from classifier.rules.literal import CASELESS
 from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
 from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
     CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, _near, _after_echo, is_code,
@@ -183,10 +184,18 @@ class _Views:
     """The texts a keyword line's rules are tried on, joined once for all of them (a keyword
     line gates ~4 rules): the five lines around it, then each window of _WINDOWS."""
 
-    __slots__ = ("buf", "i", "_around", "_windows")
+    __slots__ = ("buf", "i", "_around", "_windows", "_lower")
 
     def __init__(self, buf, i):
-        self.buf, self.i, self._around, self._windows = buf, i, None, None
+        self.buf, self.i, self._around, self._windows, self._lower = buf, i, None, None, False
+
+    @property
+    def around_lower(self) -> str | None:
+        """`around` lower-cased, or None when it is not ASCII (lower() may change its length)."""
+        if self._lower is False:
+            around = self.around
+            self._lower = around.lower() if around.isascii() else None
+        return self._lower
 
     @property
     def around(self) -> str:
@@ -206,6 +215,18 @@ class _Views:
                     lines = [buf[k] for k in range(a, b + 1)]
                     self._windows.append((lines, " ".join(line.msg for line in lines)))
         return self._windows
+
+
+_CASELESS_OF: dict = {}
+
+
+def _caseless(required) -> list:
+    """(index, lower-cased literal) of the `(?i)` patterns among a rule's required literals."""
+    entry = _CASELESS_OF.get(id(required))
+    if entry is None or entry[0] is not required:
+        entry = _CASELESS_OF[id(required)] = (required, [
+            (j, literal[1:]) for j, literal in enumerate(required) if literal and literal[0] == CASELESS])
+    return entry[1]
 
 
 def _window_match(rule, buf, i, budget, views=None):
@@ -229,18 +250,41 @@ def _window_match(rule, buf, i, budget, views=None):
         # most of their rules' patterns here, and a compile costs more than the test.
         asked = [(j, literal) for j, literal in enumerate(required)
                  if literal is None or literal in around]
+        caseless = _caseless(required)
+        if caseless:
+            # a `(?i)` pattern's literal is tested on the lower-cased lines, not per window
+            lower = views.around_lower
+            asked = sorted(asked + [(j, None) for j, literal in caseless
+                                    if lower is None or literal in lower])
         if not asked:
             return None
     else:
         asked = [(j, None) for j in range(len(required))]
     windows = views.windows
+    # A built-in rule's patterns on short windows go without a clock per search (about as much
+    # time as the search): the rule's searches on this line are timed once, together, and a
+    # line or job whose budget is spent takes the budget's own path, which says so.
+    direct = (rule.builtin and budget.line_left > 0 and budget.job_left > 0
+              and not getattr(budget, "folded", False))
+    started = _monotonic() if direct else 0.0
+    try:
+        return _first_window(rule, asked, windows, budget, direct)
+    finally:
+        if direct:
+            budget.charge(_monotonic() - started)
+
+
+def _first_window(rule, asked, windows, budget, direct):
     for j, literal in asked:
         pattern = rule.pattern(j)
         for lines, text in windows:
             # the same test per window: a window without the literal cannot match
             if literal is not None and literal not in text:
                 continue
-            m = budget.search(pattern, text, rule.builtin)
+            if direct and len(text) <= UNTIMED_TEXT:
+                m = pattern.search(text)
+            else:
+                m = budget.search(pattern, text, rule.builtin)
             if m is None:
                 continue
             # Which of the joined lines does the match span?

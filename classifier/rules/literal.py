@@ -16,10 +16,31 @@ MIN_LITERAL = 4  # shorter ones are in nearly every window anyway
 _ESCAPED_LITERAL = frozenset(r"\.^$*+?()[]{}|/-'\"#:;,<>=!@%&~` ")
 _QUANTIFIER = re.compile(r"[*+?]|\{\d*(?:,\d*)?\}")
 _INLINE_FLAGS = re.compile(r"\(\?([a-zA-Z]+)\)")
+_BRACED = re.compile(r"\{[^}]*\}")
+_ESCAPE_ARG = {"x": re.compile(r"\{[^}]*\}|[0-9a-fA-F]{0,2}"), "u": re.compile(r"[0-9a-fA-F]{0,4}"),
+               "U": re.compile(r"[0-9a-fA-F]{0,8}"), "N": _BRACED, "p": re.compile(r"\{[^}]*\}|\w?"),
+               "P": re.compile(r"\{[^}]*\}|\w?"), "g": re.compile(r"<[^>]*>"),
+               **{d: re.compile(r"[0-9]{0,2}") for d in "0123456789"}}
+
+
+# Marks the literal of a `(?i)` pattern, lower-cased: any match holds it in some case, so a
+# text whose lower-cased form lacks it cannot match (asked of ASCII texts only, where
+# lower-casing is one character for one; `\u0130`.lower() is two).
+CASELESS = "\0"
+_CASELESS_HEAD = "(?i)"
 
 
 def required_literal(pattern: str) -> str | None:
-    """The longest run (at least MIN_LITERAL characters) of literal text any match contains."""
+    """The longest run (at least MIN_LITERAL characters) of literal text any match contains;
+    of a pattern that opens on `(?i)`, CASELESS and the run lower-cased (ASCII runs only)."""
+    if pattern.startswith(_CASELESS_HEAD) and "(?" not in pattern[4:].replace("(?:", "").replace(
+            "(?P<", "").replace("(?=", "").replace("(?!", "").replace("(?<", ""):
+        found = _longest_run(pattern[len(_CASELESS_HEAD):])
+        return CASELESS + found.lower() if found is not None and found.isascii() else None
+    return _longest_run(pattern)
+
+
+def _longest_run(pattern: str) -> str | None:
     tokens = _tokens(pattern) if "[:" not in pattern else None  # no POSIX classes read here
     if tokens is None:
         return None
@@ -66,6 +87,11 @@ def _tokens(pattern: str) -> list[str | None] | None:
             nxt = pattern[i + 1:i + 2]
             out.append(nxt if depth == 0 and nxt in _ESCAPED_LITERAL else None)
             i += 2
+            # an escape's argument (`\u00e9`, `\x41`, `\N{...}`, `\p{L}`, `\g<1>`, `\12`) is no literal
+            arg = _ESCAPE_ARG.get(nxt)
+            if arg is not None:
+                m = arg.match(pattern, i)
+                i = m.end() if m else i
         elif c in ".^$":
             out.append(None)
             i += 1

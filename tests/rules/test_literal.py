@@ -2,7 +2,7 @@
 
 import pytest
 
-from classifier.rules.literal import required_literal
+from classifier.rules.literal import CASELESS, required_literal
 from classifier.rules.load import default_rules
 
 
@@ -13,7 +13,10 @@ from classifier.rules.load import default_rules
     (r"a{2,3}bcdef", "bcdef"),          # a quantified character leaves the run
     (r"xyz?abcd", "abcd"),
     (r"ab+cdefg", "cdefg"),
-    (r"(?i)exit\s+code", None),          # case-insensitive: not read
+    (r"(?i)Exit\s+Code", CASELESS + "exit"),   # case-insensitive: lower-cased and marked
+    (r"(?i)exit(?x) code", None),        # a further flag inside: not read
+    (r"(?i)\u00e9t\u00e9s", None),          # a run with an escape code: not read as text
+    (r"(?i)(?P<x>\d+)\s+EXITED\s+", CASELESS + "exited"),
     (r"(?x) a b c d e", None),           # verbose: not read
     (r"abcde|fghij", None),              # a top-level alternation: no literal is required
     (r"(?:abcde|fghij)xy", None),        # inside a group: not read
@@ -40,5 +43,8 @@ def test_every_builtin_pattern_match_holds_its_literal():
                     m = pattern.search(line_window)
                     if m:
                         checked += 1
-                        assert literal in m.group(), (rule.id, pattern.pattern, literal)
+                        if literal.startswith(CASELESS):
+                            assert literal[1:] in m.group().lower(), (rule.id, pattern.pattern, literal)
+                        else:
+                            assert literal in m.group(), (rule.id, pattern.pattern, literal)
     assert checked > 300
