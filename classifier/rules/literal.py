@@ -5,9 +5,11 @@ tries fail, and each costs a regex search. A pattern whose required literal is a
 the five lines around the keyword cannot match any of those windows (each window is a
 substring of them), so the matcher skips it without searching. The literal is read off the
 pattern's source conservatively: only characters at the top level, outside every group,
-class and quantifier, and none at all for a pattern with a top-level alternation or with
-case-insensitive or verbose flags. Anything this reader does not know ends a run, so it may
-find a shorter literal than there is, never one that a match could lack.
+class, quantifier and escape argument, and none at all for a pattern with a top-level
+alternation or with verbose or other global flags. A pattern that opens on `(?i)` gets its
+literal lower-cased and marked CASELESS (the matcher tests it on the lower-cased lines).
+Anything this reader does not know ends a run, so it may find a shorter literal than there
+is, never one that a match could lack.
 """
 
 import re
