@@ -11,13 +11,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from classifier.precompiled import re_compile
-from classifier.diagnosis.budget import UNTIMED_TEXT, RegexBudget, _monotonic
+from classifier.diagnosis.budget import RegexBudget
 from classifier.diagnosis.folded import FoldedBudget, folds, has_capital
-from classifier.rules.literal import CASELESS
 from classifier.diagnosis.gates import bounded, keyword_gate, trie_regex  # noqa: F401 (read from here too)
 from classifier.diagnosis.hit import (  # noqa: F401 (Hit, CONTEXT_LINES, MIN_CUT: read from here too)
     CONTEXT_LINES, MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context, _near, _after_echo, is_code,
     is_key_message, match_start)
+from classifier.diagnosis.window import Views, window_match
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ _AHEAD = 2
 _LONE_QUOTED = re_compile(r"""(["'])([^"'\n]{8,400})\1[.,]?""")
 _KEPT, _KEPT_BELOW = 4096, 512  # keyword answers kept, for messages shorter than this
 
-# Window shapes around the keyword line i, as (first, last) offsets, tried in order.
-_WINDOWS = ((0, 0), (0, 1), (0, 2), (-1, 0), (-1, 1), (-2, 0))
 
 
 class KeywordIndex:
@@ -180,125 +178,6 @@ class KeywordIndex:
         return pattern
 
 
-class _Views:
-    """The texts a keyword line's rules are tried on, joined once for all of them (a keyword
-    line gates ~4 rules): the five lines around it, then each window of _WINDOWS."""
-
-    __slots__ = ("buf", "i", "_around", "_windows", "_lower")
-
-    def __init__(self, buf, i):
-        self.buf, self.i, self._around, self._windows, self._lower = buf, i, None, None, False
-
-    @property
-    def around_lower(self) -> str | None:
-        """`around` lower-cased, or None when it is not ASCII (lower() may change its length)."""
-        if self._lower is False:
-            around = self.around
-            self._lower = around.lower() if around.isascii() else None
-        return self._lower
-
-    @property
-    def around(self) -> str:
-        if self._around is None:
-            buf, i = self.buf, self.i
-            self._around = " ".join(buf[k].msg for k in range(max(0, i - 2), min(len(buf), i + 3)))
-        return self._around
-
-    @property
-    def windows(self) -> list:
-        if self._windows is None:
-            buf, i, n = self.buf, self.i, len(self.buf)
-            self._windows = []
-            for lo, hi in _WINDOWS:
-                a, b = i + lo, i + hi
-                if a >= 0 and b < n:
-                    lines = [buf[k] for k in range(a, b + 1)]
-                    self._windows.append((lines, " ".join(line.msg for line in lines)))
-        return self._windows
-
-
-_CASELESS_OF: dict = {}
-
-
-def _caseless(required) -> list:
-    """(index, lower-cased literal) of the `(?i)` patterns among a rule's required literals."""
-    entry = _CASELESS_OF.get(id(required))
-    if entry is None or entry[0] is not required:
-        entry = _CASELESS_OF[id(required)] = (required, [
-            (j, literal[1:]) for j, literal in enumerate(required) if literal and literal[0] == CASELESS])
-    return entry[1]
-
-
-def _window_match(rule, buf, i, budget, views=None):
-    """Try the rule's patterns on windows around buf[i]; return (lines, match, text) or None.
-
-    Patterns are the outer loop: a rule lists its richest pattern first, and that pattern
-    gets every window before a shorter fallback may match the single line. `views`: the
-    line's _Views, shared by its rules.
-    """
-    budget.start(buf[i])  # this line's searches, its exclusions and context share one budget
-    if views is None:
-        views = _Views(buf, i)
-    required = rule.required
-    if any(required):
-        # Every window is a substring of these lines joined: a pattern whose required literal
-        # is not in them cannot match one, and is not searched.
-        around = views.around
-        if getattr(budget, "folded", False):  # a lower-cased paste: its literals are too
-            required = [None if literal is None else literal.lower() for literal in required]
-        # Only the patterns asked are compiled (Rule.pattern): most keyword lines rule out
-        # most of their rules' patterns here, and a compile costs more than the test.
-        asked = [(j, literal) for j, literal in enumerate(required)
-                 if literal is None or literal in around]
-        caseless = _caseless(required)
-        if caseless:
-            # a `(?i)` pattern's literal is tested on the lower-cased lines, not per window
-            lower = views.around_lower
-            asked = sorted(asked + [(j, None) for j, literal in caseless
-                                    if lower is None or literal in lower])
-        if not asked:
-            return None
-    else:
-        asked = [(j, None) for j in range(len(required))]
-    windows = views.windows
-    # A built-in rule's patterns on short windows go without a clock per search (about as much
-    # time as the search): the rule's searches on this line are timed once, together, and a
-    # line or job whose budget is spent takes the budget's own path, which says so.
-    direct = (rule.builtin and budget.line_left > 0 and budget.job_left > 0
-              and not getattr(budget, "folded", False))
-    started = _monotonic() if direct else 0.0
-    try:
-        return _first_window(rule, asked, windows, budget, direct)
-    finally:
-        if direct:
-            budget.charge(_monotonic() - started)
-
-
-def _first_window(rule, asked, windows, budget, direct):
-    for j, literal in asked:
-        pattern = rule.pattern(j)
-        for lines, text in windows:
-            # the same test per window: a window without the literal cannot match
-            if literal is not None and literal not in text:
-                continue
-            if direct and len(text) <= UNTIMED_TEXT:
-                m = pattern.search(text)
-            else:
-                m = budget.search(pattern, text, rule.builtin)
-            if m is None:
-                continue
-            # Which of the joined lines does the match span?
-            starts, pos = [], 0
-            for line in lines:
-                starts.append(pos)
-                pos += len(line.msg) + 1
-            start = match_start(m)
-            first = max(k for k, s in enumerate(starts) if s <= start)
-            last = max(k for k, s in enumerate(starts) if s <= max(m.end() - 1, start))
-            return lines[first:last + 1], m, text
-    return None
-
-
 def _cut(buf, i, cut, index, seen, budget):
     """The hits on buf[i] as a message cut where the line stops, when it is one of `cut`."""
     if (buf[i].source, buf[i].lineno) not in cut:
@@ -336,10 +215,10 @@ def scan(lines: Iterable["Line"], index: KeywordIndex,
             if not rules:
                 return ()
         hits = []
-        views = _Views(buf, i)
+        views = Views(buf, i)
         for rule in rules:
             searcher = budget if capital_seen or not folds(rule) else folded_budget
-            found = _window_match(rule, buf, i, searcher, views)
+            found = window_match(rule, buf, i, searcher, views)
             if found is None:
                 continue
             span, m, text = found
