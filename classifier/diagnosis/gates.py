@@ -7,6 +7,8 @@ use, builds its patterns without importing match.py back.
 import re
 from collections.abc import Iterable
 
+from classifier.diagnosis.typography import SMART_FORMS
+
 
 def trie_regex(words: Iterable[str]) -> str:
     """Build one regex matching any of `words`, shaped as a trie so each position tries one branch.
@@ -59,13 +61,15 @@ def bounded(keyword: str, exact: bool = False) -> str:
 
 def _punctuation_re(text: str) -> str:
     """`text` escaped, each ASCII punctuation mark also matching its full-width form (a Chinese
-    or Japanese input method's `：`, `（`), which normalising folds back (typography.py); a colon,
-    comma or semicolon there carries its own space, so the blank after it may be missing."""
+    or Japanese input method's `：`, `（`) and its two common smartened forms (`couldn‘t`, `“x”`;
+    more would pass Hyperscan's pattern length on long keywords), which normalising folds back
+    (typography.py); a colon, comma or semicolon there carries its own space, so the blank after
+    it may be missing."""
     out, i = [], 0
     while i < len(text):
         ch = text[i]
         if "!" <= ch <= "~" and not ch.isalnum():
-            wide = re.escape(chr(ord(ch) + 0xFEE0))
+            wide = "|".join(re.escape(c) for c in chr(ord(ch) + 0xFEE0) + SMART_FORMS.get(ch, "")[:2])
             if ch in ":,;" and text[i + 1:i + 2] == " ":
                 out.append(f"(?:{re.escape(ch)} |{wide} ?)")
                 i += 2

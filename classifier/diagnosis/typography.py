@@ -11,13 +11,15 @@ text keeps the line as it was pasted. Each mark is one character, so folding nev
 splits a line: line numbers stay the log's.
 """
 
+# The typographic forms each ASCII mark is folded back from: single quotes and primes (a
+# smartened `'` is often the closing one, or a prime `′`), double quotes, and the hyphen, the
+# no-break hyphen and the minus sign. The prefilter's gates look for these forms too (gates.py).
+SMART_FORMS = {"'": "\u2018\u2019\u201a\u201b\u2032\u02bc", '"': "\u201c\u201d\u201e\u201f\u2033",
+               "-": "\u2010\u2011\u2212"}
 _PLAIN = str.maketrans({
     **dict.fromkeys(map(chr, (0xA0, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)), " "),
     **dict.fromkeys(map(chr, (0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)), None),
-    # single quotes and primes (a smartened `'` is often the closing one, or a prime `′`)
-    **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032\u02bc", "'"),
-    **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033", '"'),  # double quotes
-    **dict.fromkeys("\u2010\u2011\u2212", "-"),  # hyphen, no-break hyphen, minus sign
+    **{form: mark for mark, forms in SMART_FORMS.items() for form in forms},
     "\u2026": "...",
     # full-width ASCII (U+FF01-FF5E) is the same character shifted: `（` -> `(`, `Ａ` -> `A`
     **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
