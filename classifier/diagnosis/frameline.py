@@ -109,3 +109,22 @@ def newest_last(raised):
     if frames and all(f.at is not None and _FAULT_FRAME.match(f.at.msg) for f in frames):
         frames.reverse()
     return raised
+
+
+class Frame:
+    """One frame: where (file with forward slashes, function, line) and its source line."""
+
+    __slots__ = ("file", "func", "line", "source", "at", "source_at")
+
+    def __init__(self, file: str, func: str, line: int | None = None, source: str = "") -> None:
+        self.file, self.func, self.line, self.source = file, func, line, source
+        # the log lines that named it and showed its code (evidence of a frames-only diagnosis)
+        self.at = self.source_at = None
+
+    def __repr__(self) -> str:
+        return f"Frame({self.file!r}, {self.func!r}, {self.line!r})"
+
+    @property
+    def where(self) -> str:
+        """`path/to/file.py:function`, the form structure conditions match."""
+        return f"{self.file}:{self.func}"

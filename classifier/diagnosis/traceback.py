@@ -38,7 +38,7 @@ from classifier.diagnosis.literals import bits
 from classifier.diagnosis.frameline import (  # noqa: F401  (the frame forms, named here too)
     JOINED, is_statement, _COLAB_FRAME, _CPP_FRAME, _CPP_RAISED, _IPY_FRAME, _PY_FRAME, _PY_FRAME_CUT,
     _PYTEST_FRAME, _RICH_FRAME, frame_parts as _frame_parts, kept_frame as _kept_frame,
-    _CONTEXT_LITERAL, _CUT_FRAME_TAIL, _LONE_RAISE, _OPEN_RAISE, _indented, newest_last)
+    _CONTEXT_LITERAL, _CUT_FRAME_TAIL, _LONE_RAISE, _OPEN_RAISE, _indented, newest_last, Frame)
 from classifier.vocabulary import EXCEPTION_LINE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
@@ -64,25 +64,6 @@ _CHAIN = re_compile(r"^During handling of the above exception|"
                     r"^The above exception was the direct cause of the following exception")
 _EXC_PARTS = re_compile(r"^(?P<type>[A-Za-z_][\w.]{0,255})(?::\s?(?P<msg>.*))?$")
 _NOISE = re_compile(r"^\s*[~^]+\s*$|^\s*$")
-class Frame:
-    """One frame: where (file with forward slashes, function, line) and its source line."""
-
-    __slots__ = ("file", "func", "line", "source", "at", "source_at")
-
-    def __init__(self, file: str, func: str, line: int | None = None, source: str = "") -> None:
-        self.file, self.func, self.line, self.source = file, func, line, source
-        # the log lines that named it and showed its code (evidence of a frames-only diagnosis)
-        self.at = self.source_at = None
-
-    def __repr__(self) -> str:
-        return f"Frame({self.file!r}, {self.func!r}, {self.line!r})"
-
-    @property
-    def where(self) -> str:
-        """`path/to/file.py:function`, the form structure conditions match."""
-        return f"{self.file}:{self.func}"
-
-
 # What the tests in feed() need (literals.py): `Traceback`, and a frame form's literal.
 _B_TRACEBACK = bits("Traceback")
 _B_FRAME = bits('File "', " in ", "frame #", "Exception raised from ")
@@ -167,12 +148,25 @@ class TracebackCollector:
                               chained=state.chain_next, last=line)
         state.chain_next = False
 
+    def _adopt(self, state: _Open, line: "Line") -> None:
+        # A selection that starts after the first line's `[rank2]: ` leaves that frame unlabelled
+        # while its code line and exception carry the label: the rank's first line continues it.
+        bare = self._open.get((line.source, None))
+        opened = bare.raised if bare is not None else None
+        if opened is None or not bare.expect_source or opened.line is not None \
+                or len(opened.frames) != 1 or opened.last is None or opened.last.lineno != line.lineno - 1:
+            return
+        opened.rank, state.raised, state.expect_source = line.rank, opened, bare.expect_source
+        bare.raised, bare.expect_source = None, False
+
     def feed(self, line: "Line") -> None:
         """Inspect one normalised line."""
         msg = line.msg.strip()
         state = self._open.get((line.source, line.rank))
         if state is None:  # not setdefault: that builds an _Open for every line
             state = self._open[(line.source, line.rank)] = _Open()
+            if line.rank is not None:
+                self._adopt(state, line)
             if line.lineno == 1 and msg[:1] in "ra" and _LONE_RAISE.match(msg) and not JOINED.match(msg) \
                     and not _indented(line.text, msg):
                 self._opening[(line.source, line.rank)] = line

@@ -456,3 +456,30 @@ def test_faulthandler_dump_of_a_stuck_build_names_the_lock(tmp_path):
     log.write_text(FAULTHANDLER)
     d = diagnose_job([str(log)], use_model=False)
     assert (d["category"], d["rule"]) == ("op_build_error", "op_build_error.extension_lock_wait")
+
+
+def test_a_first_frame_that_lost_its_rank_label_joins_the_rank_that_continues_it(tmp_path):
+    # the reporter's selection started after the first line's `[rank2]: `
+    text = """\
+File "/home/u/envs/ft/lib/python3.10/site-packages/badam/block_optim.py", line 306, in _reset_ds_optimizer
+[rank2]:     ds_optimizer.parameter_offload.get_param_coordinator(training=True)._invalidate_trace()
+[rank2]: TypeError: DeepSpeedZeRoOffload.get_param_coordinator() got an unexpected keyword argument 'training'
+"""
+    (r,) = _records(text)
+    assert (r.rank, r.type) == (2, "TypeError")
+    assert [f.func for f in r.frames] == ["_reset_ds_optimizer"]
+    assert r.frames[0].source.startswith("ds_optimizer.parameter_offload")
+    log = tmp_path / "rank2.log"
+    log.write_text(text)
+    assert diagnose_job([str(log)])["rule"] == "version_mismatch.library_calls_library_keyword"
+
+
+def test_an_unlabelled_frame_far_from_a_rank_line_stays_its_own():
+    text = """\
+File "/work/train.py", line 3, in main
+    run()
+[rank0]: step 10 loss 2.1
+[rank0]: RuntimeError: boom
+"""
+    records = _records(text)
+    assert all(r.rank is None or not r.frames for r in records)
