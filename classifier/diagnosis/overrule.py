@@ -130,11 +130,12 @@ def symptom_overruled(winner, hits, signals, unexplained):
         return True
     if winner.rule.priority >= 0:
         return _got_past(winner, hits, signals)
+    same = [h for h in hits if h.rule is winner.rule]
     if not signals.failed:
-        same = [h for h in hits if h.rule is winner.rule]
         return not any(signals.messages_after(h.lines[-1]) <= TAIL_LINES and
                        not signals.said_after(h.lines[-1], winner.rule.resolved_by) for h in same)
-    return unexplained is not None
+    # a failure after a wait that ended (`resolved_by` after every hit) is not that wait's
+    return unexplained is not None or all(signals.said_after(h.lines[-1], winner.rule.resolved_by) for h in same)
 
 
 def _raised_apart(unexplained, hits) -> bool:

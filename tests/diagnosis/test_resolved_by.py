@@ -137,3 +137,27 @@ def test_paddle_nccl_start_after_the_wait_ends_it(tmp_path):
     for noise in (0, 20000):
         d = _diagnose(tmp_path, lines, noise)
         assert d["rule"] != PADDLE and d["category"] == "none", noise
+
+
+# A failure after a wait that ended is not that wait's: Paddle's launcher waits for the other
+# trainer's endpoint, NCCL then starts (the wait ended), and a traceback cut before its message
+# follows. Without the NCCL line the wait is where the job stopped.
+_PADDLE_WAIT = ["server not ready, wait 3 sec to retry...", "not ready endpoints:['127.0.0.1:57487']"]
+_PADDLE_NCCL = ["I0112 18:33:17.212489 10443 nccl_context.cc:74] init nccl context nranks: 2 local rank: 0 gpu id: 0 ring id: 0"]
+_CUT_TRACEBACK = ["Traceback (most recent call last):",
+                  '  File "/home/u/seg/train.py", line 109, in train',
+                  "    paddle.distributed.fleet.init(is_collective=True)",
+                  '  File "/opt/conda/lib/python3.9/site-packages/paddle/distributed/fleet/base/fleet_base.py", line 367, in _init_hybrid_parallel_env',
+                  "    self._hcg = tp.HybridCommunicateGroup(self._topo"]
+
+
+def test_a_failure_after_a_wait_that_ended_is_not_the_waits(tmp_path):
+    for noise in (0, 20000):
+        d = _diagnose(tmp_path, _PADDLE_WAIT + _PADDLE_NCCL + _CUT_TRACEBACK, noise)
+        assert d["category"] == "unknown", noise
+
+
+def test_a_failure_after_a_wait_that_never_ended_is_the_waits(tmp_path):
+    for noise in (0, 20000):
+        d = _diagnose(tmp_path, _PADDLE_WAIT + _CUT_TRACEBACK, noise)
+        assert d["rule"] == "connection_failure.paddle_endpoints_not_ready", noise
