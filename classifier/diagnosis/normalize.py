@@ -24,9 +24,8 @@ from classifier.diagnosis.typography import plain_chars
 # CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
 _ANSI = re_compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
-# srun -l / --label: `3: ` (possibly right-aligned), the task id.
-# `(?=(\s*))\1` takes the blanks once, atomically: a plain `\s*` gave them back one at a time
-# on a deeply indented line (0.2 ms for 4,000 spaces); a digit is never a blank, so the same.
+# srun -l / --label: `3: ` (possibly right-aligned), the task id. `(?=(\s*))\1` takes the blanks
+# once, atomically: a plain `\s*` gave them back one at a time (0.2 ms for 4,000 spaces).
 _SRUN_LABEL = re_compile(r"(?=(\s*))\1(?P<rank>\d{1,5}):\s")
 # Rank and host labels, each anchored at the start of what is left of the line.
 _RANK_PREFIXES = (
@@ -88,8 +87,7 @@ _EPOCH_END = frozenset(". \t")  # what follows an epoch stamp's ten digits: a ch
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 
-# A tqdm bar, ` 45%|████▌     | 45/100 [00:10<00:12,  4.4it/s]`, whole or at the head of a
-# segment where another rank's message was written right after it.
+# A tqdm bar (` 45%|████▌     | 45/100 [00:10<00:12,  4.4it/s]`), whole or heading a segment.
 _BAR = (r"\s*(?:[^%|]{0,80}:\s*)?\d{1,3}%\|[^|]{0,120}\|\s*[\d.]+[kMG]?/[\d.]+[kMG]?\w*"
         r"(?:\s*\[[^\]]{0,120}\])?")
 _PROGRESS = re_compile(_BAR + r"\s*")
@@ -102,18 +100,19 @@ _BOLD_HEAD = re_compile(r"[A-Za-z][\w.]{0,80}(?::|\s)")  # bold around an error 
 # Ray's log dedup appends ` [repeated 6x across cluster]` (the first time with a note on
 # RAY_DEDUP_LOGS) to any line: not the message's end, which `$` patterns and cut tests read.
 _RAY_DEDUP = re_compile(r"[ \t]{0,8}\[repeated \d{1,9}x across cluster\](?:\s*\(Ray deduplicates[^()]{0,400}\))?\s*$")
+# Two ranks writing the same exception line at once interleave it: `ImportErrorImportError: :
+# cannot import name 'x'`, `RuntimeErrorRuntimeError: CUDA error: ...`. One copy is the message.
+_DOUBLED_HEAD = re_compile(r"(?P<head>[A-Za-z_][\w.]{2,80}?(?:Error|Exception))(?P=head)(?:\s?:){1,2}\s?")
 
-# Rules see the first 8 KiB of a line: every message they know fits, and a 64 KiB line of
-# binary noise or inlined build output cannot make a three-line window cost megabytes.
+# Rules see a line's first 8 KiB: every message they know fits, and no 64 KiB line of noise
+# can make a three-line window cost megabytes.
 MATCH_LIMIT = 8 * 1024
 
 # A line's gist: its message with every long run of one character cut to SQUEEZED of them. The
-# witnesses (culprit, topology, signals, region, traceback) test each line for dozens of literals
-# before their regexes; `str.find` skips ahead only past characters its needle cannot hold, so
-# a long run of a character the needle holds (`o` in `timeout`, or `/`, which shares `o`'s slot
-# in CPython's 64-bit filter) is read one position per needle: 30 KB of `/` cost ~0.6 ms a line.
-# A literal whose runs are at most SQUEEZED long is in the gist if and only if it is in the
-# message, so the literal tests (and the witnesses' run-length-blind regexes) read the gist.
+# witnesses test each line for dozens of literals, and `str.find` reads a long run of a character
+# its needle holds (`o` in `timeout`, or `/`, sharing `o`'s slot in CPython's filter) one position
+# per needle: 30 KB of `/` cost ~0.6 ms a line. A literal whose runs are at most SQUEEZED long is
+# in the gist if and only if it is in the message, so the literal tests read the gist.
 RUN_STEP = 32   # the message is sampled every RUN_STEP characters
 SQUEEZED = 8
 _SAME3 = re_compile(r"(.)\1\1", re.DOTALL)  # three equal samples in a row
@@ -332,6 +331,8 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     msg = msg.strip().replace("\\`", "`")  # markdown's escaped backtick: a paste typed outside a code block
     if "x across cluster]" in msg:
         msg = _RAY_DEDUP.sub("", msg)
+    if ("Error" in msg[:170] or "Exception" in msg[:170]) and (m := _DOUBLED_HEAD.match(msg)):
+        msg = f"{m['head']}: {msg[m.end():]}"
     if msg[:1] == "`" or msg[-1:] == "`":
         msg = _inline_code(msg)
     elif msg[:2] in ("**", "__"):  # retyped in markdown bold (`**RuntimeError: ...**`), maybe cut
@@ -349,7 +350,6 @@ def _inline_code(msg: str) -> str:
 
 
 _ESCAPED_TRACEBACK = re_compile(r'Traceback \(most recent call last\):\\n|\\n\s*File \\"')
-
 
 # A job's lines repeat their labels and messages (each rank prints the same chatter, each job of
 # a training code the same start-up): a short line's peel is kept for its next copies. The

@@ -212,6 +212,26 @@ def test_ray_dedup_suffix_is_peeled(line, msg):
     assert peel_prefixes(line)[0] == msg
 
 
+DOUBLED = [
+    # two ranks printed the same exception line at once: their characters interleave
+    ("ImportErrorImportError: : cannot import name 'flash_attn_unpadded_qkvpacked_func'",
+     "ImportError: cannot import name 'flash_attn_unpadded_qkvpacked_func'"),
+    ("[rank1]: RuntimeErrorRuntimeError: CUDA error: invalid device ordinal",
+     "RuntimeError: CUDA error: invalid device ordinal"),
+    ("KeyErrorKeyError: : 'input_ids_j'", "KeyError: 'input_ids_j'"),
+    ("torch.distributed.DistBackendErrortorch.distributed.DistBackendError: : NCCL error",
+     "torch.distributed.DistBackendError: NCCL error"),
+    # one copy, or two different names, stay as written
+    ("RuntimeError: RuntimeError: x", "RuntimeError: RuntimeError: x"),
+    ("ValueErrorKeyError: : x", "ValueErrorKeyError: : x"),
+]
+
+
+@pytest.mark.parametrize("line,msg", DOUBLED, ids=[c[0][:30] for c in DOUBLED])
+def test_an_exception_head_two_ranks_wrote_at_once_is_read_once(line, msg):
+    assert peel_prefixes(line)[0] == msg
+
+
 def test_a_line_anchored_rule_still_reads_a_ray_deduplicated_traceback(tmp_path):
     from classifier.diagnosis.diagnose import diagnose_job
     from classifier.rules.load import default_rules
