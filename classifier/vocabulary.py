@@ -62,9 +62,8 @@ ECHO_TERMS = (
     Term(r"CalledProcessError", ("calledprocesserror",), raw="CalledProcessError"),
     Term(r"SystemExit", ("systemexit",), raw="SystemExit"),
     Term(r"SignalException", ("signalexception",), raw="SignalException"),
-    # Ray's driver reports that an actor's process died (ray/exceptions.py: RayActorError, from Ray 2.10 its subclass
-    # ActorDiedError); torch.multiprocessing.spawn re-raises a child's exception in the parent (ProcessRaisedException,
-    # the child's traceback under `-- Process N terminated with the following error:`): the detail under it says why.
+    # Ray's driver reports that an actor's process died (RayActorError; from Ray 2.10 ActorDiedError); torch's spawn
+    # re-raises a child's exception in the parent (ProcessRaisedException): the detail under it says why.
     Term(r"ActorDiedError|RayActorError|ProcessRaisedException", ("actordiederror", "rayactorerror", "processraisedexception"),
          raw="ActorDiedError|RayActorError|ProcessRaisedException"),
     Term(r"BrokenPipeError", ("brokenpipeerror",), raw="BrokenPipeError"),  # the survivor's echo of a reader that died (a killed DataLoader worker)
@@ -178,8 +177,8 @@ OTHER_FAILURE_TERMS = (
     # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
     Term(r"ABORT!!! Out of all \d+ trainers|Container failed !!!", ("abort!!!", "container failed"), raw=r"ABORT!!!|Container failed !!!"),
     Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",), raw=r"failed \(exitcode"),  # torchelastic
-    Term(r"exit(?:ed with)? (?:a )?(?:non-zero )?(?:code|status)(?: of)?:? -?[1-9]|^\[\d{1,4}\][+-]?\s+Exit [1-9]\d{0,2}\s{2,}\S", ("exit",),  # GNU time's; bash's job report; Vertex AI's replica
-         raw=r"exit(?:ed with)? (?:a )?(?:non-zero )?(?:code|status)(?: of)?:? -?[1-9]|\][+-]?\s+Exit [1-9]"),
+    Term(r"[Ee]xit(?:ed with)? (?:a )?(?:non-zero )?(?:code|status)(?: of)?:? -?[1-9]|^\[\d{1,4}\][+-]?\s+Exit [1-9]\d{0,2}\s{2,}\S", ("exit",),  # GNU time's; bash's job report; Vertex AI's replica
+         raw=r"[Ee]xit(?:ed with)? (?:a )?(?:non-zero )?(?:code|status)(?: of)?:? -?[1-9]|\][+-]?\s+Exit [1-9]"),
     Term(r"^Killed$|^Aborted", ("killed", "aborted"), raw="Killed|Aborted"),
     Term(r"srun: error:", ("srun: error:",), raw="srun: error:"),
     # Slurm's clients and daemons: MUNGE refusals, bad job credentials, no config source, slurmctld unreachable
@@ -254,11 +253,9 @@ EVIDENCE_TERMS = (
           "device-side assert triggered", "launch timed out and was", "too many resources requested"),
          raw="illegal memory access|illegal instruction was|misaligned address|unspecified launch failure"
              "|device-side assert triggered|launch timed out and was|too many resources requested"),
-    # wandb.init / wandb.login refusing a run with no API key and no terminal to ask on (wandb's UsageError, also
-    # logged as `wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])`): the script stops
+    # wandb.init / wandb.login refusing a run with no API key and no terminal to ask on: the script stops
     Term(r"\bapi_key not configured \(no-tty\)", ("api_key not configured",), raw="api_key not configured"),
-    # the kubelet's status for an exec'd command that failed (`command terminated with non-zero exit code: Error
-    # executing in Docker Container: 137`); CI container hooks and hyperfine say it too
+    # the kubelet's status for an exec'd command that failed; CI container hooks and hyperfine say it too
     Term(r"(?i:\bcommand terminated with non-zero exit code\b)", ("command terminated with non-zero",),
          raw="(?i:command terminated with non-zero)"),
     # a NaN gradient norm where no loss scaler can skip the step: Megatron's iteration line at loss scale 1.0
@@ -278,13 +275,16 @@ EVIDENCE_TERMS = (
          r"|^\[E [\w.-]{1,200}:\d{1,6}\]", ("[e ",), gate_pattern=r"[ef]\d{4} \d\d:\d\d:\d\d",
          raw=r"E\d{4} \d\d:\d\d:\d\d|\[E [A-Za-z0-9_.-]+:[0-9]",
          scan=_each(r"E{}\d{3} \d\d:\d\d:\d\d", "0123456789") + (r"\[E [A-Za-z0-9_.-]+:[0-9]",)),
-    # fatal-signal reports of C++ runtimes: glog's handler, TensorFlow's, UCX's, std::terminate
-    Term(r"^\*\*\* (?:Aborted at \d{1,12} \(unix time\)|SIG[A-Z]{2,8} \(@(?:0x)?[0-9a-f]{1,16}\) received by PID"
-         r"|Received signal \d{1,2} \*\*\*)|\bCaught signal \d{1,2} \([A-Z]|^==== backtrace \(tid:|\bAbort trap: 6\b"
-         r"|terminate called (?:recursively|without an active exception)|^\*\*\* (?:Check failure stack trace:|buffer overflow detected) \*\*\*",
-         ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace", "terminate called",
-          "check failure stack trace", "buffer overflow detected", "abort trap"), raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal"
-         r"|Caught signal|==== backtrace|terminate called|Check failure stack trace|buffer overflow detected|Abort trap"),
+    # fatal-signal reports of C++ runtimes: glog's and folly's handlers (`*** Signal 15 (SIGTERM) (0x..) received by PID`),
+    # absl's, TensorFlow's, UCX's, std::terminate and libc++abi's, gdb's, the kernel's `segfault at 0 ip .. sp`, gunicorn's
+    Term(r"^\*\*\* (?:Aborted at \d{1,12} \((?i:unix time)|(?:SIG[A-Z]{2,8} \(@[^)\n]{1,20}\)|Signal \d{1,2} \(SIG[A-Z]{2,8}\))[^\n]{0,200}? received by PID"
+         r"|Received signal \d{1,2} \*\*\*)|\bCaught signal \d{1,2} \([A-Z]|^==== backtrace \(tid:|\bAbort trap: 6\b|\breceived signal SIG[A-Z]{2,8}, [A-Z]"
+         r"|terminate called (?:recursively|without an active exception)|^\*\*\* (?:Check failure stack trace:|buffer overflow detected) \*\*\*"
+         r"|\bsegfault at [0-9a-f]{1,16} ip [0-9a-f]{1,16} sp |\bterminating due to (?:uncaught )?exception\b|\bWorker \(pid:\d{1,10}\) was sent SIG[A-Z]{2,8}\b",
+         ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace", "terminate called", "received signal sig",
+          "check failure stack trace", "buffer overflow detected", "abort trap", "segfault at ", "terminating due to", "was sent sig"),
+         raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal|==== backtrace|terminate called|Check failure stack trace"
+             r"|buffer overflow detected|Abort trap|received signal SIG|segfault at |terminating due to|was sent SIG"),
     # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's
     # summary and `kubectl describe`, srun tearing a step down, Ray's `RayTaskError(ValueError): `
     Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"

@@ -168,6 +168,17 @@ _SIGNAL_DEATHS = [
     "gpu7:4012:4100 [3] enqueue.cc:1043 NCCL WARN Cuda failure 'an illegal memory access was encountered'",
     "double free or corruption (!prev)",
     "*** SIGSEGV received at time=1700000000 on cpu 3 ***",
+    # newer absl's and folly's fatal-signal banners, glog's with its `date` hint, gdb's stop, the kernel's
+    # segfault record, C++'s uncaught exception, an ignite engine stopping, gunicorn reaping a worker
+    "*** SIGSEGV (@(nil)), see go/stacktraces#s15 received by PID 11743 (TID 12350) on cpu 17; stack trace: ***",
+    "*** Signal 15 (SIGTERM) (0x8bb63000c9049) received by PID 823809 (pthread TID 0x7f69aaf7e340) (linux TID 823809)",
+    "*** Aborted at 1752197205 (Unix time, try 'date -d @1752197205') ***",
+    'Thread 1 "python" received signal SIGILL, Illegal instruction.',
+    "[ 8123.120331] python[4021]: segfault at 0 ip 00007fce957b5216 sp 00007fccd9ff1480 error 4 in libx.so[7fce90acb000+2aa45000]",
+    "libc++abi: terminating due to uncaught exception of type gloo::EnforceNotMet: [enforce fail at pair.cc:446]",
+    "Engine run is terminating due to exception: Expected object of scalar type Long but got scalar type Int",
+    "[2024-10-01 05:37:33 +0100] [96] [ERROR] Worker (pid:111) was sent SIGKILL! Perhaps out of memory?",
+    "megahit_core assemble --k 21 --mem 0.9; Exit code -11",
     "(raylet) A worker died or was killed while executing a task by an unexpected system error.",
     "socket.gaierror: [Errno -2] Name or service not known",
     "socket.timeout: timed out",
@@ -466,6 +477,9 @@ _HEALTHY = [
     "(autoscaler +1m2s) Warning: The following resource request cannot be scheduled right now: {'GPU': 1.0}. "
     "This is likely due to all cluster resources being claimed by actors.",
     "Traceback (most recent frames are shown first in the viewer)",
+    "Exit code 0",
+    "[gunicorn] Worker (pid:112) exiting",
+    "handler: on SIGTERM the run saves a checkpoint before terminating due to preemption",
 ]
 
 
