@@ -93,8 +93,7 @@ _BAR = (r"\s*(?:[^%|]{0,80}:\s*)?\d{1,3}%\|[^|]{0,120}\|\s*[\d.]+[kMG]?/[\d.]+[k
 _PROGRESS = re_compile(_BAR + r"\s*")
 _PROGRESS_HEAD = re_compile(r"^" + _BAR)
 
-# rich's traceback panel: `│ text │`; heavy and ASCII variants are rarer but seen.
-_BOX_LEFT = re_compile(r"(?<!\s)(?=(\s*))\1[│┃║]\s?")  # used with match(); the lookbehind keeps search() linear too
+_BOX_LEFT = re_compile(r"(?<!\s)(?=(\s*))\1[│┃║]\s?")  # rich's traceback panel `│ x │`; the lookbehind keeps search() linear
 _BOX_RIGHT = re_compile(r"(?<!\s)\s*[│┃║]\s*$")  # starts at a run of spaces, not inside it: linear
 _BOLD_HEAD = re_compile(r"[A-Za-z][\w.]{0,80}(?::|\s)")  # bold around an error line or a sentence
 # Ray's log dedup appends ` [repeated 6x across cluster]` (the first time with a note on
@@ -328,7 +327,8 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
     m = None if msg.isascii() else _BOX_LEFT.match(msg)  # the borders are not ASCII
     if m:
         msg = _BOX_RIGHT.sub("", msg[m.end():])
-    msg = msg.strip().replace("\\`", "`")  # markdown's escaped backtick: a paste typed outside a code block
+    # markdown's escaped backtick (typed outside a code block), a repr's escaped quote (`\'Half\'`)
+    msg = msg.strip().replace("\\`", "`").replace("\\'", "'")
     if "x across cluster]" in msg:
         msg = _RAY_DEDUP.sub("", msg)
     if ("Error" in msg[:170] or "Exception" in msg[:170]) and (m := _DOUBLED_HEAD.match(msg)):

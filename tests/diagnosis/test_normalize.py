@@ -232,6 +232,21 @@ def test_an_exception_head_two_ranks_wrote_at_once_is_read_once(line, msg):
     assert peel_prefixes(line)[0] == msg
 
 
+ESCAPED_QUOTES = [
+    # a printed dict or repr holds an error message with its quotes escaped
+    ("{'err_cpu': 'ERROR:\"clamp_min_cpu\" not implemented for \\'Half\\''}",
+     "{'err_cpu': 'ERROR:\"clamp_min_cpu\" not implemented for 'Half''}"),
+    (" AttributeError: \\'dict\\' object has no attribute \\'get\\'", "AttributeError: 'dict' object has no attribute 'get'"),
+    # a JSON string's escaped double quotes are the JSON reader's to undo
+    ('"message": "File \\"train.py\\", line 3"', '"message": "File \\"train.py\\", line 3"'),
+]
+
+
+@pytest.mark.parametrize("line,msg", ESCAPED_QUOTES, ids=[c[0][:30] for c in ESCAPED_QUOTES])
+def test_a_reprs_escaped_quotes_are_read_as_quotes(line, msg):
+    assert peel_prefixes(line)[0] == msg
+
+
 def test_a_line_anchored_rule_still_reads_a_ray_deduplicated_traceback(tmp_path):
     from classifier.diagnosis.diagnose import diagnose_job
     from classifier.rules.load import default_rules
