@@ -26,8 +26,9 @@ from collections import deque
 from collections.abc import Iterator
 
 from classifier.diagnosis.budget import UNTIMED_TEXT
-from classifier.diagnosis.hit import (MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, Hit, _excluded, _has_context,
-                                      _near, _after_echo, match_start)
+from classifier.precompiled import re_compile
+from classifier.diagnosis.hit import (MIN_CUT, MIN_CUT_KEYWORD, _CODE_LINE, _FRAME_HEAD, Hit, _excluded,
+                                      _has_context, _near, _after_echo, match_start)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~2 ms of every start
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 # text is told by its first FREE probes.
 _PROBE = "abcdefghijklmnopqrstuvwxyz0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ" + "".join(
     c for c in map(chr, range(33, 127)) if not c.isalnum())
+# An exception's line, which may follow a frame that shows no source
+_EXCEPTION_HEAD = re_compile(r"(?:[A-Za-z_]\w{0,60}\.){0,8}[A-Z]\w{0,60}(?:Error|Exception|Interrupt|Exit|Warning)\b")
 MAX_FORCED = 48  # characters of fixed wording followed after the cut before giving up
 MIN_CUT_SHORT = 16     # a partial match shorter than MIN_CUT still counts from this length
 MIN_KEYWORD_READ = 12  # ... when it has read this many characters of one of the rule's keywords
@@ -179,6 +182,11 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
     # A cut stops inside a word: a line ending in a number, punctuation or a separator may
     # well be complete.
     if _CODE_LINE.match(line.msg) or len(line.msg) < MIN_CUT_SHORT or not line.msg[-1].isalpha():
+        return
+    # The line under a frame's `File "x.py", line N, in f` is that frame's source (argparse's
+    # `self.error(_('the following arguments are re`), unless it is the exception itself
+    # (a frame with no source to show): the words of a cut source line prove nothing.
+    if at > 0 and _FRAME_HEAD.search(buf[at - 1].msg) and not _EXCEPTION_HEAD.match(line.msg):
         return
     # A copy of an earlier whole line (a warning or a retry printed again and again) is known to
     # its end: the rules that whole line matches are the ones the cut copy matches.

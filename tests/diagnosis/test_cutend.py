@@ -68,6 +68,11 @@ def test_an_unambiguous_prefix_names_the_failure_with_lower_confidence(cut, cate
     "RuntimeError: CUDA error: unc",
     # ... and a line that ends with a whole word may well be whole (a setting's comment)
     "NCCL_IB_RETRY_CNT=7  # transport retry counter",
+    # the source line shown under a frame, cut: argparse's own code, not its message
+    '  File "/usr/lib/python3.11/argparse.py", line 2156, in _parse_known_args\n'
+    "    self.error(_('the following arguments are re",
+    '  File "/opt/venv/lib/python3.10/site-packages/torch/distributed/run.py", line 88, in main\n'
+    '    msg = "Some NCCL operations have failed or timed ou',
 ])
 def test_a_prefix_cut_before_what_decides_is_not_a_cause(cut, tmp_path):
     # The rules and the cut-end matcher only: the fallback model may still guess from the words
