@@ -161,3 +161,23 @@ def test_a_failure_after_a_wait_that_never_ended_is_the_waits(tmp_path):
     for noise in (0, 20000):
         d = _diagnose(tmp_path, _PADDLE_WAIT + _CUT_TRACEBACK, noise)
         assert d["rule"] == "connection_failure.paddle_endpoints_not_ready", noise
+
+
+# A torch extension's build whose log goes on to load the module it built finished: the job's
+# failure is elsewhere (here a crash the launcher reports), not in the compile.
+_BUILD = ["[1/2] c++ -MMD -MF flatten_unflatten.o.d -DTORCH_EXTENSION_NAME=utils -DTORCH_API_INCLUDE_EXTENSION_H -O3",
+          "[2/2] c++ flatten_unflatten.o -shared -lc10 -ltorch_cpu -ltorch -ltorch_python -o utils.so"]
+_CRASH = ("[2023-05-20 12:09:28,634] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python', '-u', "
+          "'main.py', '--local_rank=0'] exits with return code = -11")
+
+
+def test_a_build_cut_off_where_the_log_ends_is_where_it_stopped(tmp_path):
+    for noise in (0, 20000):
+        assert _diagnose(tmp_path, _BUILD[:1], noise)["rule"] == "op_build_error.build_stopped_mid_compile"
+
+
+def test_a_build_whose_module_loaded_is_no_longer_the_failure(tmp_path):
+    lines = _BUILD + ["Loading extension module utils...", "Time to load utils op: 13.977582454681396 seconds", _CRASH]
+    for noise in (0, 20000):
+        d = _diagnose(tmp_path, lines, noise)
+        assert d["category"] != "op_build_error", noise
