@@ -226,12 +226,8 @@ _MASKED_ON_PURPOSE = {
     # a keyword argument passing a variable of its own name (`add_to_git_credential=
     # add_to_git_credential)`): masked by its key, as any `*_credential=` value (harvest 55e)
     "corpus/public/env_var_missing/validatedpatterns__rag-llm-gitops__70.log:8",
-    # argparse's usage text wrapped before a `--eos-token EOS_TOKEN` option: a `*-token` flag's
-    # value is masked, its metavar included (harvest 64f, four ranks' copies)
-    "corpus/public/unknown/01-ai__Yi__69.log:2",
-    "corpus/public/unknown/01-ai__Yi__69.log:5",
-    "corpus/public/unknown/01-ai__Yi__69.log:8",
-    "corpus/public/unknown/01-ai__Yi__69.log:11",
+    # the same in a Hub call a traceback shows (`get_hf_file_metadata(url, token=token)`, harvest 65a)
+    "corpus/public/unknown/oobabooga__textgen__6044.log:18",
 }
 
 
