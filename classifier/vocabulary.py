@@ -258,8 +258,7 @@ EVIDENCE_TERMS = (
     # the kubelet's status for an exec'd command that failed; CI container hooks and hyperfine say it too
     Term(r"(?i:\bcommand terminated with non-zero exit code\b)", ("command terminated with non-zero",),
          raw="(?i:command terminated with non-zero)"),
-    # a NaN gradient norm where no loss scaler can skip the step: Megatron's iteration line at loss scale 1.0
-    # (bf16 / fp32: `loss scale: 1.0 | grad norm: nan |`; fp16's skipped steps print no grad norm)
+    # a NaN gradient norm where no loss scaler can skip the step (bf16 / fp32): Megatron's iteration line at loss scale 1.0
     Term(r"\bloss scale: 1\.0 \| grad norm: nan\b", ("grad norm: nan",), raw="grad norm: nan"),
     # A logger's ERROR / CRITICAL record with no exception line (`ERROR:root:`, `[ERROR] [launch.py:..]`,
     # `[ERROR|trainer.py:12]`, `name - ERROR - `, vLLM's); pip's bare `ERROR: ` note is harmless
@@ -280,11 +279,12 @@ EVIDENCE_TERMS = (
     Term(r"^\*\*\* (?:Aborted at \d{1,12} \((?i:unix time)|(?:SIG[A-Z]{2,8} \(@[^)\n]{1,20}\)|Signal \d{1,2} \(SIG[A-Z]{2,8}\))[^\n]{0,200}? received by PID"
          r"|Received signal \d{1,2} \*\*\*)|\bCaught signal \d{1,2} \([A-Z]|^==== backtrace \(tid:|\bAbort trap: 6\b|\breceived signal SIG[A-Z]{2,8}, [A-Z]"
          r"|terminate called (?:recursively|without an active exception)|^\*\*\* (?:Check failure stack trace:|buffer overflow detected) \*\*\*"
-         r"|\bsegfault at [0-9a-f]{1,16} ip [0-9a-f]{1,16} sp |\bterminating due to (?:uncaught )?exception\b|\bWorker \(pid:\d{1,10}\) was sent SIG[A-Z]{2,8}\b",
+         r"|\bsegfault at [0-9a-f]{1,16} ip [0-9a-f]{1,16} sp |\bterminating due to (?:uncaught )?exception\b|\bWorker \(pid:\d{1,10}\) was sent SIG[A-Z]{2,8}\b"
+         r"|\bterminated abnormally with signal \d{1,2}/[A-Z]{3,6}\b",  # systemd-coredump
          ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace", "terminate called", "received signal sig",
-          "check failure stack trace", "buffer overflow detected", "abort trap", "segfault at ", "terminating due to", "was sent sig"),
+          "check failure stack trace", "buffer overflow detected", "abort trap", "segfault at ", "terminating due to", "was sent sig", "terminated abnormally"),
          raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal|==== backtrace|terminate called|Check failure stack trace"
-             r"|buffer overflow detected|Abort trap|received signal SIG|segfault at |terminating due to|was sent SIG"),
+             r"|buffer overflow detected|Abort trap|received signal SIG|segfault at |terminating due to|was sent SIG|terminated abnormally"),
     # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's
     # summary and `kubectl describe`, srun tearing a step down, Ray's `RayTaskError(ValueError): `
     Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"

@@ -179,6 +179,7 @@ _SIGNAL_DEATHS = [
     "Engine run is terminating due to exception: Expected object of scalar type Long but got scalar type Int",
     "[2024-10-01 05:37:33 +0100] [96] [ERROR] Worker (pid:111) was sent SIGKILL! Perhaps out of memory?",
     "megahit_core assemble --k 21 --mem 0.9; Exit code -11",
+    "nov 07 01:36:56 bernard systemd-coredump[91686]: Process 87058 (pt_main_thread) of user 0 terminated abnormally with signal 6/ABRT, processing...",
     "(raylet) A worker died or was killed while executing a task by an unexpected system error.",
     "socket.gaierror: [Errno -2] Name or service not known",
     "socket.timeout: timed out",
