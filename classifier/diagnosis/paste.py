@@ -158,10 +158,12 @@ def wrap_width(texts: list[str]) -> int | None:
     # Too few lines to tell by counting (a short paste, one message wrapped): a terminal's
     # usual width, that no line passes and lines break off at inside a word, is taken, unless
     # as many whole lines end just short of it (text its program wrapped itself).
+    # A break inside a word (`out of memo` + `ry`) is a terminal's even so: a program that wraps
+    # its own text breaks at blanks.
     if width in TERMINAL_WIDTHS:
-        broken = sum(len(t) == width and _broken_in_word(t, after)
-                     for t, after in zip(texts, texts[1:]))
-        if broken and 2 * broken > near:
+        pieces = [(t, after) for t, after in zip(texts, texts[1:])
+                  if len(t) == width and _broken_in_word(t, after)]
+        if pieces and (2 * len(pieces) > near or any(_in_word(t, after) for t, after in pieces)):
             return width
     return None
 
@@ -176,21 +178,30 @@ def _broken_in_word(text: str, after: str) -> bool:
     or at the one blank between two words (`is not` + ` equal`); a whole frame head (`...,
     line 422, in save`) is a line of its own."""
     a, b = text[-1:], after[:1]
-    # letters on both sides, or digits on both: `cpp:265` then `terminate` is two lines, and
-    # so is `compile` then `PyTorch` (a lower-case letter never wraps into a capital)
+    # letters on both sides, digits on both, or a letter then a digit (`float` + `16`, `cuda` +
+    # `11.8`): `cpp:265` then `terminate` is two lines, and so is `compile` then `PyTorch` (a
+    # lower-case letter never wraps into a capital)
     inside = (a.isalpha() and b.isalpha() and not (a.islower() and b.isupper())) or \
-        (a.isdigit() and b.isdigit()) or (a == "_" and b.isalnum()) or (b == "_" and a.isalnum()) \
+        (a.isdigit() and b.isdigit()) or (a.isalpha() and b.isdigit()) or (a == "_" and b.isalnum()) or (b == "_" and a.isalnum()) \
         or _joiner(text, b) or (a.isalnum() and b in _CLOSES) or a + b in _OPERATORS \
         or _before_joiner(text, after) or _in_quotes(text, after) \
         or (b == ">" and a.isalnum() and text.rfind("<") > text.rfind(">"))  # `<module` + `>`
     # A terminal breaks a sentence at its column, blank included: one blank, then a word that
-    # goes on with it (`is not` + ` equal`, `failed to ` + `connect`), which neither an
-    # indented line (two blanks or more) nor a new message (none, or a capital) starts with.
-    at_blank = (b == " " and after[1:2].isalnum() and not a.isspace()) or \
+    # goes on with it (`is not` + ` equal`, `failed to ` + `connect`, `cudaSuccess` + ` (2 vs.
+    # 0)`), which neither an indented line (two blanks or more) nor a new message (none, or a
+    # capital) starts with.
+    at_blank = (b == " " and (after[1:2].isalnum() or (after[1:2] == "(" and after[2:3].isalnum()))
+                and not a.isspace()) or \
         (a == " " and not text[-2:-1].isspace() and (b.isalnum() or b == "_") and not b.isupper())
     # A frame head that fills the column may be whole: its source line follows, indented.
     return (inside or at_blank) and _wrapped_at_end(text, after) and \
         not (_FRAME_END.search(text) and b.isspace())
+
+
+def _in_word(text: str, after: str) -> bool:
+    """Letters (or a letter and then digits) on both sides of the break: `memo` + `ry`, `float` + `16`."""
+    a, b = text[-1:], after[:1]
+    return a.isalpha() and (b.isdigit() or (b.isalpha() and a.islower() == b.islower()))
 
 
 def _joiner(text: str, b: str) -> bool:

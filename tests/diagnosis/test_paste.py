@@ -214,6 +214,12 @@ def test_a_cut_last_message_is_read_behind_a_bare_trailing_label(form, tmp_path)
     # inside an identifier, at its underscore
     ["[rank0]: AssertionError: Check batch related parameters. train_batch_size is not equal "
      "to micro_batch_per_gpu * gradient", "_acc_step * world_size 8 != 2 * 1 * 1"],
+    # a letter, then the digits of the same token (`float16`)
+    ["TypeError: Input 'y' of 'Mul' Op has type float32 that does not match type float",
+     "16 of argument 'x'."],
+    # a blank, then a parenthesis the message goes on with (caffe's check and its codes)
+    ["F1206 10:15:04.766489   447 syncedmem.cpp:56] Check failed: error == cudaSuccess",
+     " (2 vs. 0)  out of memory"],
 ])
 def test_a_short_paste_wrapped_between_words_is_joined(pieces):
     assert len(pieces[0]) in (80, 120)
@@ -221,6 +227,18 @@ def test_a_short_paste_wrapped_between_words_is_joined(pieces):
     whole = "".join(pieces)
     assert (2, whole.replace("[rank0]: ", "")) in _msgs(text)
     assert (3, "") in _msgs(text)  # the second piece's number, blank
+
+
+def test_a_break_inside_a_word_is_a_wrap_beside_text_its_program_wrapped():
+    # torch's DataParallel warning wraps itself at blanks just short of 80 columns; the
+    # terminal broke the error after it inside a word, which no program does
+    lines = ["UserWarning:", "There is an imbalance between your GPUs. You may want to exclude GPU 0 which",
+             "has less than 75% of the memory or cores of GPU 1. You can do so by setting",
+             "the device_ids argument to DataParallel, or by setting the CUDA_VISIBLE_DEVICES",
+             "environment variable.", "",
+             "RuntimeError: after cudaLaunch in triple_chevron_launcher::launch(): out of memo", "ry"]
+    assert len(lines[6]) == 80
+    assert wrap_width(lines) == 80
 
 
 def test_a_frame_head_broken_in_its_function_name_is_joined():
