@@ -69,6 +69,9 @@ _B_SPAWN_EXIT = bits("terminated with exit code")
 # ChildFailedError traceback and its summary follow.
 ELASTIC_WORKER_FAILED = re_compile(r"failed \(exitcode: -?\d+\) local_rank: \d+")
 CRASH_CODES = {"-11": "SIGSEGV", "-6": "SIGABRT"}
+# The shell's report of a rank that segfaulted, behind that rank's label (mpirun --tag-output's
+# `[1]<stderr>:Segmentation fault (core dumped)`): its peers' lost connections echo it.
+_RANK_SEGV = re_compile(r"(?:\S{1,200}: line \d{1,9}:\s+\d{1,10}\s+)?Segmentation fault(?: \(core dumped\))?\s*$")
 # A logger's ERROR / CRITICAL / FATAL (Ray's autoscaler: PANIC) record that no failure term reads, counted when its text
 # states a failure the program did not handle (a retry, a fallback, a skip, a count of 0):
 # - the level peeled off with the timestamp (normalize._LEVEL): `%(asctime)s %(levelname)s
@@ -234,6 +237,9 @@ class FailureSignals:
             return
         self.failed = True
         self._last_failure[line.source] = line.lineno
+        if kind == MARKER and self.crash is None and line.rank is not None and not self._exit_seen \
+                and self.left_first is None and _RANK_SEGV.match(msg):
+            self.crash = (line, "SIGSEGV", line.rank)  # a labelled rank's own shell said it crashed
         if kind == MARKER and "failed (exitcode" in gist and ELASTIC_WORKER_FAILED.search(msg):
             self._worker_failed[line.source] = line.lineno
             self.first_worker_failed.setdefault(line.source, line.lineno)

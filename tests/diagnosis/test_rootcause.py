@@ -327,6 +327,15 @@ def test_a_segfault_the_launcher_reports_first_makes_the_lost_connection_its_ech
     assert "SIGSEGV" in d["evidence"][0]["text"] or "-11" in d["evidence"][0]["text"]
 
 
+def test_a_segfault_a_labelled_ranks_shell_reports_makes_the_lost_connection_its_echo(tmp_path):
+    # mpirun --tag-output: rank 1's shell says it segfaulted; rank 0's gloo lost its peer
+    lines = ["[0]<stdout>:step 1 loss 1.0762", "[0]<stderr>:" + PEER_CLOSED,
+             "[1]<stderr>:Segmentation fault (core dumped)"]
+    _, d = diagnose_json(_write(tmp_path, "job.log", lines))
+    assert d["category"] == "unknown"
+    assert "Segmentation fault" in d["evidence"][0]["text"]
+
+
 def test_a_segfault_after_another_rank_failed_first_stays_an_echo(tmp_path):
     # rank 0 failed first (exit code 1); the later segfault in teardown decides nothing
     lines = [PEER_CLOSED,
