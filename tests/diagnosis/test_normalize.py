@@ -212,7 +212,7 @@ def test_ray_dedup_suffix_is_peeled(line, msg):
     assert peel_prefixes(line)[0] == msg
 
 
-DOUBLED = [
+READ_PLAINLY = [
     # two ranks printed the same exception line at once: their characters interleave
     ("ImportErrorImportError: : cannot import name 'flash_attn_unpadded_qkvpacked_func'",
      "ImportError: cannot import name 'flash_attn_unpadded_qkvpacked_func'"),
@@ -224,15 +224,6 @@ DOUBLED = [
     # one copy, or two different names, stay as written
     ("RuntimeError: RuntimeError: x", "RuntimeError: RuntimeError: x"),
     ("ValueErrorKeyError: : x", "ValueErrorKeyError: : x"),
-]
-
-
-@pytest.mark.parametrize("line,msg", DOUBLED, ids=[c[0][:30] for c in DOUBLED])
-def test_an_exception_head_two_ranks_wrote_at_once_is_read_once(line, msg):
-    assert peel_prefixes(line)[0] == msg
-
-
-ESCAPED_QUOTES = [
     # a printed dict or repr holds an error message with its quotes escaped
     ("{'err_cpu': 'ERROR:\"clamp_min_cpu\" not implemented for \\'Half\\''}",
      "{'err_cpu': 'ERROR:\"clamp_min_cpu\" not implemented for 'Half''}"),
@@ -242,8 +233,8 @@ ESCAPED_QUOTES = [
 ]
 
 
-@pytest.mark.parametrize("line,msg", ESCAPED_QUOTES, ids=[c[0][:30] for c in ESCAPED_QUOTES])
-def test_a_reprs_escaped_quotes_are_read_as_quotes(line, msg):
+@pytest.mark.parametrize("line,msg", READ_PLAINLY, ids=[c[0][:30] for c in READ_PLAINLY])
+def test_a_doubled_head_or_a_reprs_escaped_quotes_are_read_plainly(line, msg):
     assert peel_prefixes(line)[0] == msg
 
 
