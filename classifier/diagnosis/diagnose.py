@@ -212,6 +212,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             if unexplained is None and winner.rule.category in taxonomy.TERMINAL:
                 unexplained = signals.first_marker  # the failure the step was torn down after
             winner = None
+    if winner is not None and winner.rule.echo:
+        unexplained, winner = unexplained or winner.first, None  # what ended the peer is not shown
     result = {"schema_version": SCHEMA_VERSION, "tool": tool_info(rules)}
     if winner is None and signals.survived():
         signals.failed = False

@@ -36,7 +36,7 @@ _FILE_KEYS = {"category", "checklist", "remediation", "references", "rules"}
 _TAXONOMY_KEYS = {"layer", "title"}
 _RULE_KEYS = {"id", "title", "role", "priority", "keywords", "patterns", "exclude", "context",
               "not_near", "not_after", "resolved_by", "structure", "trend", "remediation", "examples",
-              "exact_case", "select", "reads_code"}
+              "exact_case", "select", "reads_code", "echo"}
 TREND_KINDS = ("loss_scale", "loss_scale_log", "events", "retries")  # classifier.diagnosis.trends
 MIN_MATCH_EXAMPLES = 3
 MIN_NO_MATCH_EXAMPLES = 2
@@ -168,6 +168,8 @@ def _validate_rule(rule, where, category, seen_ids, report, lint=True):
         report(where + ("exact_case",), "exact_case must be true or false")
     if "reads_code" in rule and not isinstance(rule["reads_code"], bool):
         report(where + ("reads_code",), "reads_code must be true or false")
+    if "echo" in rule and (not isinstance(rule["echo"], bool) or rule.get("role") != "symptom"):
+        report(where + ("echo",), "echo must be true or false, on a rule whose role is symptom")
     if "select" in rule:
         _check_select(rule, where + ("select",), report)
     has_structure = "structure" in rule

@@ -32,7 +32,7 @@ class Rule:
     """One compiled rule: keywords gate where its regexes run."""
 
     __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "select",
-                 "reads_code", "_remediation", "_packed", "_sizes",
+                 "reads_code", "echo", "_remediation", "_packed", "_sizes",
                  "_examples", "path", "info", "_structure_data", "_structure", "trend",
                  "_sources", "_compiled", "_one", "builtin", "_required")
 
@@ -50,6 +50,9 @@ class Rule:
         # `reads_code: true`: the rule may match a line that reads as source code (a statement
         # echoed under a traceback frame or by the warnings module), which no other rule sees.
         self.reads_code = bool(data.get("reads_code"))
+        # `echo: true`: the line only says a peer went away. It marks that peer as the culprit
+        # and orders the ranks, but names no cause: where it would decide, the job is unknown.
+        self.echo = bool(data.get("echo"))
         # For the big-log prefilter: which keywords pick a line, and how many lines after it
         # the rule reads (a trend that waits for the failure ending a storm).
         self.select = data.get("select") or {}

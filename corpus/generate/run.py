@@ -252,12 +252,12 @@ scenario("culprit_sigkill_gloo_2x2_ds", "host_oom", "culprit_sigkilled",
          [r"exits with return code = -9"], timeout=90, culprit={"ranks": [2], "hosts": ["node-b"]},
          note="rank 2 (node-b) is killed by SIGKILL, as the OOM killer does; the launcher's line "
               "shows the last command it spawned (local rank 1), not the dead rank's")
-scenario("culprit_exit_early_gloo_2x2_ds", "connection_failure", "culprit_exit_early",
+scenario("culprit_exit_early_gloo_2x2_ds", "unknown", "culprit_exit_early",
          two_nodes("--fail exit --culprit 3"),
          [r"Connection closed by peer"], timeout=90, culprit={"ranks": [3], "hosts": ["node-b"]},
          note="rank 3 (node-b) leaves with exit code 3 and no exception; its peers lose it "
-              "mid-allreduce. The lost connection is all the log says of the failure (no category "
-              "is for a silent early exit); the culprit names the rank that left")
+              "mid-allreduce. The lost connection is all the log says of the failure, and no "
+              "category is for a silent early exit: unknown; the culprit names the rank that left")
 
 # ---- unknown (an ordinary bug in user code)
 scenario("user_exc_torchrun_record", "unknown", "user_exception",
