@@ -184,6 +184,22 @@ def test_exception_names_in_prose_are_not_glued(healthy, tmp_path):
     assert diagnose_job([str(log)])["category"] == "none"
 
 
+@pytest.mark.parametrize("joined, category", [
+    # an issue title: the raise line and the exception it printed on one line, the call's
+    # arguments names (not a string), its parenthesis left open
+    ("raise RendezvousConnectionError( torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: "
+     "The connection to the C10d store has failed. See inner exception for details.", "connection_failure"),
+    ("raise EnvironmentError('CUDA_HOME environment variable is not set. ' OSError: CUDA_HOME environment "
+     "variable is not set. Please set it to your CUDA install root.", "op_build_error"),
+    # the raise line alone is source, whatever names its arguments hold
+    ("raise RendezvousConnectionError(msg, RendezvousError)", "none"),
+])
+def test_a_raise_line_joined_to_its_exception_is_read_as_output(joined, category, tmp_path):
+    log = tmp_path / "title.log"
+    log.write_text(joined + "\n")
+    assert diagnose_job([str(log)])["category"] == category
+
+
 def test_unknown_head_before_a_known_label_is_learned():
     def known(t):
         return t.startswith(("[rank", "2024-"))
