@@ -38,10 +38,9 @@ def _any(terms):
     return re_compile("|".join(f"(?:{t.pattern})" for t in terms))
 
 
-# `RuntimeError: ...`, `torch.distributed.DistBackendError: ...`, `KeyError: 'x'`, a bare
-# `AssertionError`; the dotted module path is optional. Every such name ends in a suffix.
+# `RuntimeError: ...`, `torch.distributed.DistBackendError: ...`, `KeyError: 'x'`, a bare `AssertionError`; the dotted module path is optional. Every such name ends in a suffix.
 EXCEPTION_TERMS = (
-    Term(rf"^(?:[A-Za-z_]\w{{0,127}}\.){{0,32}}(?:[A-Z]\w{{0,127}}{_SUFFIX}|Exception)(?::\s|:$|$)",
+    Term(rf"^(?:[A-Za-z_]\w{{0,127}}\.){{0,32}}(?:[A-Z]\w{{0,127}}{_SUFFIX}|Exception)(?: \(see above for traceback\))?(?::\s|:$|$)",
          tuple(s.lower() for s in EXCEPTION_SUFFIXES), raw=rf"(?:[A-Z]\w*{_SUFFIX}|Exception){_NAME_END}", scan=(_SUFFIX + _NAME_END,)),
     # a class from a package module, whatever its name: `torch._dynamo.exc.Unsupported: `
     # (for Hyperscan one regex per capital: `.A` ... `.Z` are literals it can look for)
@@ -74,21 +73,19 @@ OTHER_FAILURE_TERMS = (
          ("traceback", "above exception"), raw="Traceback|above exception"),  # also cut in its head; the chaining lines
     # a traceback's frame: pastes often keep the frames and lose the header and the message (smart quotes too, once normalised)
     Term(r'\bFile "[^"]+", line \d+, in ', ("file ",), raw=r'File (?:\\?"|&quot;|&#34;|“|”)'),
-    # IPython/Jupyter marks each frame's current line with an arrow (`--> 123     raise X(`,
-    # `----> 1673 trainer.train()`): a notebook traceback cut before its message
+    # IPython/Jupyter marks each frame's current line with an arrow (`--> 123     raise X(`, `----> 1673 trainer.train()`): a notebook traceback cut before its message
     Term(r"^-{2,}>\s?\d+\s", ("->",), raw=r"-->"),
     # rich's traceback box marks each frame's own line with `❱` (a box cut before its header)
     Term(r"^❱\s*\d+\s", ("❱",), raw="❱"),
-    # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread
-    Term(r"Assertion [`'][^`']+[`'] failed", ("assertion",), raw="Assertion"),
+    # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread (HIP: `Device-side assertion `x' failed`)
+    Term(r"[Aa]ssertion [`'][^`']+[`'] failed", ("assertion",), raw="[Aa]ssertion"),
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
     # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception: `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress:
     # ...`, `CUDA error: out of memory`, darknet's and other C macros' `CUDA Error: unknown error`.
     Term(r"\bCUDA [Ee]rror\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"), raw=r"CUDA [Ee]rror|cudaError[A-Z]"),
     # NCCL's CUDACHECK and its copies elsewhere: `NCCL WARN Cuda failure 'an illegal memory access ...'`
     Term(r"(?i:\bcuda failure\b)", ("cuda failure",), raw="(?i:cuda failure)"),
-    # any case: zsh and DataLoader's worker handler write it in lower case
-    # (`zsh: segmentation fault  python x.py`, `ERROR: Unexpected segmentation fault encountered`)
+    # any case: zsh and DataLoader's worker handler write it in lower case (`zsh: segmentation fault  python x.py`, `ERROR: Unexpected segmentation fault encountered`)
     Term(r"(?i:segmentation fault)", ("segmentation fault",), raw="(?i:segmentation fault)"),
     Term(r"core dumped", ("core dumped",), raw="core dumped"),
     # the shell's words for a fatal signal (strsignal), alone or in bash's `line N: PID <what>`
@@ -96,8 +93,7 @@ OTHER_FAILURE_TERMS = (
          r"|Trace/breakpoint trap)(?:\s|$)",
          ("illegal instruction", "floating point exception", "bus error", "trace/breakpoint trap"),
          raw="Illegal instruction|Floating point exception|Bus error|Trace/breakpoint trap"),
-    # zsh's report of a job a signal ended (`zsh: abort      python x.py`), fish's
-    # (`fish: Job 1, 'python x.py' terminated by signal SIGSEGV (Address boundary error)`)
+    # zsh's report of a job a signal ended (`zsh: abort      python x.py`), fish's (`fish: Job 1, 'python x.py' terminated by signal SIGSEGV (Address boundary error)`)
     Term(r"^zsh: (?:segmentation fault|bus error|abort|illegal hardware instruction"
          r"|floating point exception|killed|trace trap)\s+\S", ("zsh: ",), raw="zsh: "),
     Term(r"terminated by signal SIG[A-Z]+", ("terminated by signal",), raw="terminated by signal"),
@@ -287,12 +283,16 @@ EVIDENCE_TERMS = (
              r"|buffer overflow detected|Abort trap|received signal SIG|segfault at |terminating due to|was sent SIG|terminated abnormally"),
     # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's
     # summary and `kubectl describe`, srun tearing a step down, Ray's `RayTaskError(ValueError): `
+    # (MPICH's error stack and Hydra's `execvp error` / `process manager error`, Open MPI's binding refusal)
     Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"
          r"|\bexiting improperly\b|^=?\s{0,8}(?:KILLED BY SIGNAL: \d|EXIT CODE: [1-9])|^Exit [Cc]ode:\s{1,40}[1-9]"
-         r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): ",
-         ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f", "raytaskerror("),
+         r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): |^Fatal error in (?:P?MPI|MPID|internal)_?\w{0,60}: "
+         r"|\bprocess manager error waiting for completion\b|\bexecvp error\b|\berror setting up the boo?strap proxies\b"
+         r"|\bcaused collective abort of all ranks\b|^A request was made to bind to that would result in binding more\b",
+         ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f", "raytaskerror(", "fatal error in ",
+          "process manager error", "execvp error", "strap proxies", "collective abort", "request was made to bind"),
          raw=r"MPI_ABORT|MPI_Abort|BAD TERMINATION|exiting improperly|KILLED BY SIGNAL|EXIT CODE|Exit [Cc]ode:"
-             r"|srun: [Ff]|RayTaskError\("),
+             r"|srun: [Ff]|RayTaskError\(|Fatal error in |process manager error|execvp error|strap proxies|collective abort|request was made to bind"),
     # torch's commonest error messages without their exception type (a title, a `print(e)`), and the advice every CUDA error ends with, pasted alone
     Term(r"^Expected all tensors to be on the same device\b|^expected scalar type \w{1,40} but found \w"
          r"|^mat1 and mat2 shapes cannot be multiplied|^Expected to have finished reduction in the prior iteration"
@@ -360,9 +360,9 @@ AFTERMATH_TERMS = (
          ("most recent call first", "(active", "(idle"), raw=r"most recent call first|Thread (?:0x[0-9a-fA-F]+|[0-9]+) \((?:active|idle)"),
     # launchers tearing a job down after a failure or a signal: DeepSpeed, torchelastic, Open MPI, Horovod
     Term(r"\bKilling subprocess \d+|Sending process \d+ closing signal SIG[A-Z]+|\bexited on signal [1-9]"
-         r"|\bexit with status code -?[1-9]",
-         ("killing subprocess", "closing signal", "exited on signal", "exit with status code"),
-         raw="Killing subprocess|closing signal SIG|exited on signal|exit with status code"),
+         r"|\bexit with status code -?[1-9]|\bnoticed that process rank \d{1,7} with PID \d{1,10} on node \S{1,255} exited on\b",
+         ("killing subprocess", "closing signal", "exited on signal", "exit with status code", "noticed that process rank"),
+         raw="Killing subprocess|closing signal SIG|exited on signal|exit with status code|noticed that process rank"),
     # end-of-job records: a PBS/Torque mail, SGE's accounting, `scontrol show job`, a pod's status
     Term(r"\bExit_status=-?[1-9]|^exit_status\s{1,40}-?[1-9]|^failed\s{1,40}[1-9]\d{0,3}\s{1,10}:\s"
          r"|\bExitCode=(?:[1-9]\d{0,2}:\d|0:[1-9])|\bexitCode\"?:\s{0,4}-?[1-9]|CrashLoopBackOff"

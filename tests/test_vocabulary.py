@@ -181,6 +181,17 @@ _SIGNAL_DEATHS = [
     "megahit_core assemble --k 21 --mem 0.9; Exit code -11",
     "nov 07 01:36:56 bernard systemd-coredump[91686]: Process 87058 (pt_main_thread) of user 0 terminated abnormally with signal 6/ABRT, processing...",
     "(raylet) A worker died or was killed while executing a task by an unexpected system error.",
+    # MPICH's error stack and Hydra's launch failures, Open MPI's binding refusal and its line for
+    # the rank that ended, wrapped before the signal; TF1's exception line; HIP's device-side assert
+    "Fatal error in MPI_Init: Other MPI error, error stack:",
+    "[proxy:0:0@node-17] HYDU_create_process (utils/launch/launch.c:74): execvp error on file ./train (No such file or directory)",
+    "[mpiexec@node-1] main (ui/mpich/mpiexec.c:340): process manager error waiting for completion",
+    "[mpiexec@node-1] main (mpiexec/mpiexec.c:1881): error setting up the boostrap proxies",
+    "rank 0 in job 12 node-1_49669 caused collective abort of all ranks",
+    "A request was made to bind to that would result in binding more\nprocesses than cpus on a resource:",
+    "mpiexec noticed that process rank 0 with PID 10313 on node n1 exited on \nsignal 6 (Aborted).",
+    "NotFoundError (see above for traceback): Tensor name \"conv1/biases\" not found in checkpoint files model.ckpt",
+    "/var/lib/jenkins/pytorch/aten/src/ATen/native/hip/Indexing.hip:1294: indexSelectLargeIndex: Device-side assertion `srcIndex < srcSelectDimSize' failed.",
     "socket.gaierror: [Errno -2] Name or service not known",
     "socket.timeout: timed out",
     "struct.error: unpack requires a buffer of 4 bytes",
@@ -481,6 +492,8 @@ _HEALTHY = [
     "Exit code 0",
     "[gunicorn] Worker (pid:112) exiting",
     "handler: on SIGTERM the run saves a checkpoint before terminating due to preemption",
+    "mpirun: bind-to core, map-by slot; a request was made to bind each rank to one core",
+    "see above for traceback of the data loader's warm-up",
 ]
 
 
