@@ -288,10 +288,10 @@ EVIDENCE_TERMS = (
          r"|\bexiting improperly\b|^=?\s{0,8}(?:KILLED BY SIGNAL: \d|EXIT CODE: [1-9])|^Exit [Cc]ode:\s{1,40}[1-9]"
          r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): |^Fatal error in (?:P?MPI|MPID|internal)_?\w{0,60}: "
          r"|\bprocess manager error waiting for completion\b|\bexecvp error\b|\berror setting up the boo?strap proxies\b"
-         r"|\bcaused collective abort of all ranks\b|^A request was made to bind to that would result in binding more\b",
+         r"|\bcaused collective abort of all ranks\b|^A request was made to bind to that would result in binding more\b|\bAn error occurred in MPI_\w{1,40}\b|^OPAL ERROR\W",
          ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f", "raytaskerror(", "fatal error in ",
-          "process manager error", "execvp error", "strap proxies", "collective abort", "request was made to bind"),
-         raw=r"MPI_ABORT|MPI_Abort|BAD TERMINATION|exiting improperly|KILLED BY SIGNAL|EXIT CODE|Exit [Cc]ode:"
+          "process manager error", "execvp error", "strap proxies", "collective abort", "request was made to bind", "an error occurred in mpi_", "opal error"),
+         raw=r"MPI_ABORT|MPI_Abort|BAD TERMINATION|exiting improperly|KILLED BY SIGNAL|EXIT CODE|Exit [Cc]ode:|An error occurred in MPI_|OPAL ERROR"
              r"|srun: [Ff]|RayTaskError\(|Fatal error in |process manager error|execvp error|strap proxies|collective abort|request was made to bind"),
     # torch's commonest error messages without their exception type (a title, a `print(e)`), and the advice every CUDA error ends with, pasted alone
     Term(r"^Expected all tensors to be on the same device\b|^expected scalar type \w{1,40} but found \w"

@@ -188,6 +188,8 @@ _SIGNAL_DEATHS = [
     "[mpiexec@node-1] main (ui/mpich/mpiexec.c:340): process manager error waiting for completion",
     "[mpiexec@node-1] main (mpiexec/mpiexec.c:1881): error setting up the boostrap proxies",
     "rank 0 in job 12 node-1_49669 caused collective abort of all ranks",
+    "*** An error occurred in MPI_Init_thread",
+    "OPAL ERROR: Not initialized in file pmix3x_client.c at line 113",
     "A request was made to bind to that would result in binding more\nprocesses than cpus on a resource:",
     "mpiexec noticed that process rank 0 with PID 10313 on node n1 exited on \nsignal 6 (Aborted).",
     "NotFoundError (see above for traceback): Tensor name \"conv1/biases\" not found in checkpoint files model.ckpt",
