@@ -55,8 +55,9 @@ _QUOTED = re_compile(r"""f?["']""")
 # (`raise ValueError(f'... is invalid') ValueError: ...`, or no blank after the parenthesis):
 # after it the line is output again. A call whose arguments are names, not a string, joins the
 # same way (`raise RendezvousConnectionError( torch...RendezvousConnectionError: The connection`,
-# `raise ConstructorError(None, None, yaml.constructor.ConstructorError: could not`).
-_JOINED_EXCEPTION = re_compile(r"""(?:["'](?:\)\s{0,4}|\s{1,4})|^raise\s+[\w.]{1,100}\([\w\s,]{0,80}?[(,\s]\s{0,4})"""
+# `raise ConstructorError(None, None, yaml.constructor.ConstructorError: could not`), and so does
+# a `return` whose call closed (`return super().__torch_function__(...) RuntimeError: ...`).
+_JOINED_EXCEPTION = re_compile(r"""(?:["'](?:\)\s{0,4}|\s{1,4})|^raise\s+[\w.]{1,100}\([\w\s,]{0,80}?[(,\s]\s{0,4}|\)\s{1,4})"""
                                r"""(?:\w{1,40}\.){0,8}[A-Z]\w{0,60}(?:Error|Exception):\s""")
 _FRAME_HEAD = re_compile(r"""File "[^"\n]+", line \d+""")
 

@@ -191,6 +191,8 @@ def test_exception_names_in_prose_are_not_glued(healthy, tmp_path):
      "The connection to the C10d store has failed. See inner exception for details.", "connection_failure"),
     ("raise EnvironmentError('CUDA_HOME environment variable is not set. ' OSError: CUDA_HOME environment "
      "variable is not set. Please set it to your CUDA install root.", "op_build_error"),
+    ("return super().__torch_function__(func, types, new_args, kwargs) RuntimeError: [Rank:0] FATAL ERROR :: "
+     "MODULE:PT_DEVMEM Allocation failed for size::3288334336 (3136)MB", "gpu_oom"),
     # the raise line alone is source, whatever names its arguments hold
     ("raise RendezvousConnectionError(msg, RendezvousError)", "none"),
 ])
