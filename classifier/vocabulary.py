@@ -180,8 +180,7 @@ OTHER_FAILURE_TERMS = (
     # Slurm's clients and daemons: MUNGE refusals, bad job credentials, no config source, slurmctld unreachable
     Term(r"\b(?:sbatch|salloc|sbcast|scontrol|scancel|squeue|sinfo|sacct|slurmd|slurmctld|srun): (?:error|fatal):",
          (": error:", ": fatal:"), raw=": (?:error|fatal):"),
-    # a daemon's own log line (slurmd's `[2022-09-10T17:40:58.753] error: Invalid job
-    # credential`, its timestamp peeled off), a compiler driver's or git's `error: ...`
+    # a daemon's own log line (slurmd's `[2022-09-10T17:40:58.753] error: Invalid job credential`, its timestamp peeled off), a compiler driver's or git's `error: ...`
     Term(r"^error: (?!None\b)[A-Z][a-z]", ("error: ",), raw="(?i:error: [a-z][a-z])"),
     Term(r"_job_complete: JobId=\d+ WTERMSIG \d+", ("wtermsig",), raw="WTERMSIG"),
     # slurmstepd's errors, but not its swap warning nor its cgroup set-up notice that jobs which finish print too
@@ -276,11 +275,12 @@ EVIDENCE_TERMS = (
          r"|Received signal \d{1,2} \*\*\*)|\bCaught signal \d{1,2} \([A-Z]|^==== backtrace \(tid:|\bAbort trap: 6\b|\breceived signal SIG[A-Z]{2,8}, [A-Z]"
          r"|terminate called (?:recursively|without an active exception)|^\*\*\* (?:Check failure stack trace:|buffer overflow detected) \*\*\*"
          r"|\bsegfault at [0-9a-f]{1,16} ip [0-9a-f]{1,16} sp |\bterminating due to (?:uncaught )?exception\b|\bWorker \(pid:\d{1,10}\) was sent SIG[A-Z]{2,8}\b"
-         r"|\bterminated abnormally with signal \d{1,2}/[A-Z]{3,6}\b",  # systemd-coredump
+         r"|\bterminated abnormally with signal \d{1,2}/[A-Z]{3,6}\b|\bDevice::callbackQueue aborting with error\b",  # systemd-coredump, ROCclr
          ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace", "terminate called", "received signal sig",
-          "check failure stack trace", "buffer overflow detected", "abort trap", "segfault at ", "terminating due to", "was sent sig", "terminated abnormally"),
+          "check failure stack trace", "buffer overflow detected", "abort trap", "segfault at ", "terminating due to", "was sent sig", "terminated abnormally",
+          "callbackqueue aborting"),
          raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal|==== backtrace|terminate called|Check failure stack trace"
-             r"|buffer overflow detected|Abort trap|received signal SIG|segfault at |terminating due to|was sent SIG|terminated abnormally"),
+             r"|buffer overflow detected|Abort trap|received signal SIG|segfault at |terminating due to|was sent SIG|terminated abnormally|callbackQueue aborting"),
     # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's
     # summary and `kubectl describe`, srun tearing a step down, Ray's `RayTaskError(ValueError): `
     # (MPICH's error stack and Hydra's `execvp error` / `process manager error`, Open MPI's binding refusal)

@@ -190,6 +190,7 @@ _SIGNAL_DEATHS = [
     "rank 0 in job 12 node-1_49669 caused collective abort of all ranks",
     "*** An error occurred in MPI_Init_thread",
     "OPAL ERROR: Not initialized in file pmix3x_client.c at line 113",
+    ":0:rocdevice.cpp            :2660: 556940992572 us: 32834: [tid:0x7f9e41945700] Device::callbackQueue aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal address. code: 0x29",
     "A request was made to bind to that would result in binding more\nprocesses than cpus on a resource:",
     "mpiexec noticed that process rank 0 with PID 10313 on node n1 exited on \nsignal 6 (Aborted).",
     "NotFoundError (see above for traceback): Tensor name \"conv1/biases\" not found in checkpoint files model.ckpt",
