@@ -78,7 +78,7 @@ OTHER_FAILURE_TERMS = (
     # rich's traceback box marks each frame's own line with `❱` (a box cut before its header)
     Term(r"^❱\s*\d+\s", ("❱",), raw="❱"),
     # C/CUDA assert(): a device-side assert prints `...: Assertion `idx < size` failed.` per thread (HIP: `Device-side assertion `x' failed`)
-    Term(r"[Aa]ssertion [`'][^`']+[`'] failed", ("assertion",), raw="[Aa]ssertion"),
+    Term(r"[Aa]ssertion [`'][^`']+[`'] failed|^Assertion failed: [^\n]{1,300}, file [^\n]{1,300}, line \d{1,7}", ("assertion",), raw="[Aa]ssertion"),  # (MSVC's assert)
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
     # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception: `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress:
     # ...`, `CUDA error: out of memory`, darknet's and other C macros' `CUDA Error: unknown error`.
@@ -122,12 +122,14 @@ OTHER_FAILURE_TERMS = (
     Term(r"one or more processes exited with non-zero status|^a non-zero exit code\. Per user-direction"
          r"|(?:^|\] )Error executing job with overrides:|^Exception in thread (?:\"main\"|[\w.-]{1,100}(?: \([\w.<>]{1,100}\))?:$)|^There are not enough slots available"
          r"|^(?:mpirun|mpiexec|orterun|prterun|prte) was unable to (?:find|launch|start)\b|^ORTE was unable to reliably"
-         r"|^It looks like (?:the function `?)?\w{1,20}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly"
+         r"|^It looks like (?:the function `?)?\w{1,20}(?: \w{1,20}){0,3}`? failed for some reason; your|^An? [OP]RTE daemon has unexpectedly"
+         r"|^Open MPI tried to bind a new process, but something went wrong"
          r"|^\*\*\* An error occurred in MPI_\w|^An MPI communication peer process has unexpectedly disconnected|^[OP]RTE has lost communication with"
          r"|^No nodes are available for this job\b|^Could not override '[^'\s]{1,200}'\.?$|Your input ran out of data; interrupting training",  # Hydra; Keras
          ("exited with non-zero status", "non-zero exit code. per", "error executing job", "exception in thread", "not enough slots",
           "was unable to ", "failed for some reason", "daemon has unexpectedly", "an error occurred in mpi_", "unexpectedly disconnected",
-          "has lost communication", "no nodes are available", "could not override '", "your input ran out of data"), raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread"
+          "has lost communication", "no nodes are available", "could not override '", "your input ran out of data", "tried to bind a new process"),
+         raw="exited with non-zero status|non-zero exit code\\. Per|Error executing job|Exception in thread|tried to bind a new process"
          "|not enough slots|An error occurred in MPI_|was unable to (?:find|launch|start|reliably)|failed for some reason"
          "|daemon has unexpectedly|unexpectedly disconnected|has lost communication|No nodes are available|Could not override '|Your input ran out of data"),
     # an MPI launcher that refused its own command line before starting anything: Open MPI's refusal to run as root
@@ -154,8 +156,7 @@ OTHER_FAILURE_TERMS = (
     # a faulting application (13, 31, 43: an engine exception, an MMU fault, a context stopped; not the device's fault) unless a desktop's
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S|NVRM: Xid \([^)\n]{0,80}\): (?:13|31|43),(?!.{0,40}name=(?:chrom|firefox|Xorg|Xwayland|gnome|kwin|plasma|steam))|^\s*(?:intr [0-9a-f]+\.\s+)?MMU Fault: ENGINE\b",
          ("memory access fault by gpu", "cuda kernel failed", "nvrm: xid", "mmu fault"), raw="Memory access fault by GPU|CUDA kernel failed|NVRM: Xid|MMU Fault"),
-    # Lua torch's uncaught error `luajit: file.lua:12: message` (lua, qlua, th; itorch without the
-    # interpreter), not its `stack traceback:` frames (`file.lua:12: in function 'f'`)
+    # Lua torch's uncaught error `luajit: file.lua:12: message` (lua, qlua, th; itorch without the interpreter), not its `stack traceback:` frames (`file.lua:12: in function 'f'`)
     Term(r"^(?:(?:\S{0,255}/)?(?:luajit|lua|qlua|th): )?\S{1,255}\.lua:\d+: (?!in (?:function|main chunk|upvalue|local|field|method)\b)\S",
          (".lua:",), raw=r"\.lua:[0-9]+: "),
     # Open MPI's abort banner for an MPI call made outside MPI_Init..MPI_Finalize
@@ -169,8 +170,7 @@ OTHER_FAILURE_TERMS = (
     Term(r"^\[\[(?:Node: [\w/.-]{1,400} = \w|\{\{node [\w/.-]{1,400}\}\})", ("[[node: ", "[[{{node "),
          raw=r"\[\[(?:Node: |\{\{node )"),
     Term(r"exits with return code = -?[1-9]", ("exits with return code",), raw="exits with return code"),  # deepspeed
-    # PaddlePaddle's launchers: the legacy summary (`ABORT!!! Out of all 4 trainers, the trainer
-    # process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
+    # PaddlePaddle's launchers: the legacy summary (`ABORT!!! Out of all 4 trainers, the trainer process with rank=[3] was aborted`) and paddle.distributed.launch's `Container failed !!!`
     Term(r"ABORT!!! Out of all \d+ trainers|Container failed !!!", ("abort!!!", "container failed"), raw=r"ABORT!!!|Container failed !!!"),
     Term(r"failed \(exitcode: -?[1-9]", ("failed (exitcode",), raw=r"failed \(exitcode"),  # torchelastic
     Term(r"[Ee]xit(?:ed with)? (?:a )?(?:non-zero )?(?:code|status)(?: of)?:? -?[1-9]|^\[\d{1,4}\][+-]?\s+Exit [1-9]\d{0,2}\s{2,}\S", ("exit",),  # GNU time's; bash's job report; Vertex AI's replica
@@ -286,7 +286,7 @@ EVIDENCE_TERMS = (
     # (MPICH's error stack and Hydra's `execvp error` / `process manager error`, Open MPI's binding refusal)
     Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"
          r"|\bexiting improperly\b|^=?\s{0,8}(?:KILLED BY SIGNAL: \d|EXIT CODE: [1-9])|^Exit [Cc]ode:\s{1,40}[1-9]"
-         r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): |^Fatal error in (?:P?MPI|MPID|internal)_?\w{0,60}: "
+         r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): |^Fatal error in (?:P?MPI|MPID|internal)_?\w{0,60}:(?: |$)"
          r"|\bprocess manager error waiting for completion\b|\bexecvp error\b|\berror setting up the boo?strap proxies\b"
          r"|\bcaused collective abort of all ranks\b|^A request was made to bind to that would result in binding more\b|\bAn error occurred in MPI_\w{1,40}\b|^OPAL ERROR\W",
          ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f", "raytaskerror(", "fatal error in ",
