@@ -212,8 +212,9 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
             if unexplained is None and winner.rule.category in taxonomy.TERMINAL:
                 unexplained = signals.first_marker  # the failure the step was torn down after
             winner = None
-    if winner is not None and winner.rule.echo:
-        unexplained, winner = unexplained or winner.first, None  # what ended the peer is not shown
+    echo = winner if winner is not None and winner.rule.echo else None
+    if echo is not None:
+        unexplained, winner = unexplained or echo.first, None  # what ended the peer is not shown
     result = {"schema_version": SCHEMA_VERSION, "tool": tool_info(rules)}
     if winner is None and signals.survived():
         signals.failed = False
@@ -225,6 +226,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
         guess = (_model_guess(region, rules, declined) if signals.failed and use_model and not outside
                  else None)
         result.update(guess or _no_rule_result(signals, unexplained, records))
+        if echo is not None and result["category"] == taxonomy.UNKNOWN:  # where to look for the cause
+            result["remediation"] = remediation_for(None, echo.rule, echo.facts) + result["remediation"]
         _judge_what_was_read(result, signals, warnings)
         if budget.exhausted and result["category"] == taxonomy.NONE:  # some lines never matched
             result["confidence"] = min(result["confidence"], confidence_levels.DOUBTFUL_NONE)
