@@ -37,6 +37,9 @@ _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|
                         r"""(?![^"'\n]{3,800}+["'][.,]?\s{1,3}(?!(?:if|else|in|not|and|or|is|for|lambda)\b)[a-z]{2,}\b(?![(.\[=]))"""
                         # Python's own `'NoneType' object has no attribute 'x'` is a message
                         r"""(?![\w.]{1,60}' object (?:has no attribute|is not (?:callable|subscriptable|iterable)))"""
+                        # and a KeyError's quoted key read on in words (`'initial_lr' is not specified in
+                        # ...`, `'MASTER_ADDR' is not set`): code compares a literal to None, if at all
+                        r"""(?![\w.-]{1,80}["'] is (?:not )?(?!None\b|True\b|False\b|in\b)[a-z]{3,}\b(?![(.\[=]))"""
                         # and the dynamic loader's, a shared object's path first (`"/x/_C.so: undefined
                         # symbol: ..."`), or the linker's, an object file's (`"build/x.o: file not
                         # recognized: ..."`, relative or not), which no source string opens on
