@@ -199,8 +199,7 @@ OTHER_FAILURE_TERMS = (
     Term(rf"(?:^|[\s\])'\"])(?:{_GLUED_NAME}){{2,}}(?::|\s|$)|[)\]'\"]{_GLUED_NAME}(?::\s|\s*$)"
          rf"|^{_GLUED_NAME}(?:[a-rt-z]|\s{{2,}}\S)",
          gate_pattern=r"(?:error|exception)(?:[a-z]|\s\s)|[)\]'\"][a-z0-9]*(?:error|exception)",
-         # Never followed by `(` in any form the pattern matches: `NewConnectionError(` in a
-         # urllib3 retry is a call, not a name glued to another rank's text.
+         # Never followed by `(` in any form the pattern matches: `NewConnectionError(` in a urllib3 retry is a call, not a name glued to another rank's text.
          raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:[^(\n]|$)", gate_needs=("error", "exception"),
          scan=(r"(?:Error|Exception)(?:[^(\n]|$)",)),
 )
@@ -272,27 +271,28 @@ EVIDENCE_TERMS = (
     # fatal-signal reports of C++ runtimes: glog's and folly's handlers (`*** Signal 15 (SIGTERM) (0x..) received by PID`),
     # absl's, TensorFlow's, UCX's, std::terminate and libc++abi's, gdb's, the kernel's `segfault at 0 ip .. sp`, gunicorn's
     Term(r"^\*\*\* (?:Aborted at \d{1,12} \((?i:unix time)|(?:SIG[A-Z]{2,8} \(@[^)\n]{1,20}\)|Signal \d{1,2} \(SIG[A-Z]{2,8}\))[^\n]{0,200}? received by PID"
-         r"|Received signal \d{1,2} \*\*\*)|\bCaught signal \d{1,2} \([A-Z]|^==== backtrace \(tid:|\bAbort trap: 6\b|\breceived signal SIG[A-Z]{2,8}, [A-Z]"
+         r"|Received signal \d{1,2} \*\*\*)|\bCaught (?:signal \d{1,2} \([A-Z]|a fatal signal\b)|^==== backtrace \(tid:|\bAbort trap: 6\b|\breceived signal SIG[A-Z]{2,8}, [A-Z]"
          r"|terminate called (?:recursively|without an active exception)|^\*\*\* (?:Check failure stack trace:|buffer overflow detected) \*\*\*"
          r"|\bsegfault at [0-9a-f]{1,16} ip [0-9a-f]{1,16} sp |\bterminating due to (?:uncaught )?exception\b|\bWorker \(pid:\d{1,10}\) was sent SIG[A-Z]{2,8}\b"
-         r"|\bterminated abnormally with signal \d{1,2}/[A-Z]{3,6}\b|\bDevice::callbackQueue aborting with error\b",  # systemd-coredump, ROCclr
+         r"|\bterminated abnormally with signal \d{1,2}/[A-Z]{3,6}\b|\bDevice::callbackQueue aborting with error\b|\bE[A-Z]\d{4}: Inner Error!",  # systemd-coredump, ROCclr, CANN
          ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace", "terminate called", "received signal sig",
           "check failure stack trace", "buffer overflow detected", "abort trap", "segfault at ", "terminating due to", "was sent sig", "terminated abnormally",
-          "callbackqueue aborting"),
-         raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal|==== backtrace|terminate called|Check failure stack trace"
+          "callbackqueue aborting", "caught a fatal signal", "inner error!"),
+         raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal|Caught a fatal signal|Inner Error!|==== backtrace|terminate called|Check failure stack trace"
              r"|buffer overflow detected|Abort trap|received signal SIG|segfault at |terminating due to|was sent SIG|terminated abnormally|callbackQueue aborting"),
-    # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's
-    # summary and `kubectl describe`, srun tearing a step down, Ray's `RayTaskError(ValueError): `
-    # (MPICH's error stack and Hydra's `execvp error` / `process manager error`, Open MPI's binding refusal)
+    # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's summary and `kubectl describe`, srun tearing a step
+    # down, Ray's `RayTaskError(ValueError): ` (MPICH's error stack, Hydra's `execvp error`, Open MPI's binding refusal and missing program), nccl-tests' failures
     Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"
          r"|\bexiting improperly\b|^=?\s{0,8}(?:KILLED BY SIGNAL: \d|EXIT CODE: [1-9])|^Exit [Cc]ode:\s{1,40}[1-9]"
          r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): |^Fatal error in (?:P?MPI|MPID|internal)_?\w{0,60}:(?: |$)"
          r"|\bprocess manager error waiting for completion\b|\bexecvp error\b|\berror setting up the boo?strap proxies\b"
-         r"|\bcaused collective abort of all ranks\b|^A request was made to bind to that would result in binding more\b|\bAn error occurred in MPI_\w{1,40}\b|^OPAL ERROR\W",
+         r"|\bcaused collective abort of all ranks\b|^A request was made to bind to that would result in binding more\b|\bAn error occurred in MPI_\w{1,40}\b|^OPAL ERROR\W|\bwas unable to find the specified executable file\b|\bTest (?:NCCL|CUDA|HIP) failure\b",
          ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f", "raytaskerror(", "fatal error in ",
-          "process manager error", "execvp error", "strap proxies", "collective abort", "request was made to bind", "an error occurred in mpi_", "opal error"),
+          "process manager error", "execvp error", "strap proxies", "collective abort", "request was made to bind", "an error occurred in mpi_", "opal error",
+          "specified executable file", "test nccl failure", "test cuda failure", "test hip failure"),
          raw=r"MPI_ABORT|MPI_Abort|BAD TERMINATION|exiting improperly|KILLED BY SIGNAL|EXIT CODE|Exit [Cc]ode:|An error occurred in MPI_|OPAL ERROR"
-             r"|srun: [Ff]|RayTaskError\(|Fatal error in |process manager error|execvp error|strap proxies|collective abort|request was made to bind"),
+             r"|srun: [Ff]|RayTaskError\(|Fatal error in |process manager error|execvp error|strap proxies|collective abort|request was made to bind"
+             r"|specified executable file|Test (?:NCCL|CUDA|HIP) failure"),
     # torch's commonest error messages without their exception type (a title, a `print(e)`), and the advice every CUDA error ends with, pasted alone
     Term(r"^Expected all tensors to be on the same device\b|^expected scalar type \w{1,40} but found \w"
          r"|^mat1 and mat2 shapes cannot be multiplied|^Expected to have finished reduction in the prior iteration"
@@ -324,7 +324,7 @@ EVIDENCE_TERMS = (
     # last words outside a warning: an open's OSError (`Cannot open x due to [Errno 2]`), `Check failed:`, curl, HTTP 4xx/5xx, pytest
     Term(r"^(?!.{0,400}?(?:[Ww]arning|WARN|INFO|[Rr]etry|[Ff]alling back|[Ss]kipping))(?i:.{0,400}?\b(?:cannot|can't|could not"
          r"|couldn't|unable to|failed to) (?:open|read|load|write|create|save|find|access)\b).{0,400}?\[Errno \d{1,5}\] [A-Z]"
-         r"|(?:^|\] )Check failed: \S|^curl: \(\d{1,2}\) [A-Z]|^=+ (?:FAILURES|ERRORS) =+$"
+         r"|(?:^|\] |\.\w{1,4}:\d{1,6}: )Check failed: \S|^curl: \(\d{1,2}\) [A-Z]|^=+ (?:FAILURES|ERRORS) =+$"
          r"|^(?!.{0,400}?(?:[Ww]arning|WARN|INFO))(?:.{0,400}?\b)?[45]\d\d (?:Client|Server) Error[:.] "
          r"|^HTTP Error [45]\d\d: |^ERROR [45]\d\d: [A-Z]|^(?:Client|Server) error '[45]\d\d ",
          ("[errno", "check failed: ", "curl: (", "= failures =", "= errors =", "client error", "server error", "http error ", "error 4", "error 5", "assert "),
