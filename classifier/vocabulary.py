@@ -137,14 +137,14 @@ OTHER_FAILURE_TERMS = (
     # when DeepSpeed's mpich / impi launcher builds an MPICH command line and Open MPI's mpirun is first on PATH
     Term(r"^(?:mpirun|mpiexec|orterun|prterun|prte) has detected an attempt to run as root\b|^(?:mpirun|mpiexec|orterun|prterun|prte): Error: \S",
          ("attempt to run as root", ": error: "), raw="attempt to run as root|(?:mpirun|mpiexec|orterun|prterun|prte): Error: "),
-    # glibc's and tcmalloc's heap aborts (`Attempt to free invalid pointer 0x..`), absl's failure-signal handler, Ray's worker died under a task, a FATAL line
+    # glibc's and tcmalloc's heap aborts (`Attempt to free invalid pointer 0x..`), absl's failure-signal handler, Ray's worker died under a task, a FATAL line, git's fatal (not its no-repository note)
     Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
          r"|stack smashing detected|corrupted size vs\. prev_size|corrupted double-linked list|(?i:attempt to (?:free|realloc) invalid pointer)"
-         r"|\*\*\* SIG[A-Z]+ received at time=|A worker died or was killed while executing a task|^FATAL: \S",
+         r"|\*\*\* SIG[A-Z]+ received at time=|A worker died or was killed while executing a task|^FATAL: \S|^fatal: (?!not a git repository|No names found)\S",
          ("double free", "(): invalid", "malloc(): ", "stack smashing", "corrupted size", "received at time=",
           "worker died or was killed", "fatal: ", "double-linked list", "invalid pointer"),
          raw=r"double free|\(\): invalid|malloc\(\): |stack smashing|corrupted size|received at time="
-             r"|worker died or was killed|FATAL: |double-linked list|(?i:invalid pointer)"),
+             r"|worker died or was killed|(?:FATAL|fatal): |double-linked list|(?i:invalid pointer)"),
     Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S|^ERROR:\s{1,8}\[Errno \d{1,5}\] |\bCannot access gated repo for url\b",
          ("panicked at", "panic: ", "error:", "cannot access gated repo"),  # Rust/Go panics, uvicorn's bind, the Hub's gate
          raw=r"panicked at|panic: |\[Errno|Cannot access gated repo"),
@@ -181,7 +181,7 @@ OTHER_FAILURE_TERMS = (
     Term(r"\b(?:sbatch|salloc|sbcast|scontrol|scancel|squeue|sinfo|sacct|slurmd|slurmctld|srun): (?:error|fatal):",
          (": error:", ": fatal:"), raw=": (?:error|fatal):"),
     # a daemon's own log line (slurmd's `[2022-09-10T17:40:58.753] error: Invalid job credential`, its timestamp peeled off), a compiler driver's or git's `error: ...`
-    Term(r"^error: (?!None\b)[A-Z][a-z]", ("error: ",), raw="(?i:error: [a-z][a-z])"),
+    Term(r"^error: (?!None\b)[A-Za-z][a-z]", ("error: ",), raw="(?i:error: [a-z][a-z])"),
     Term(r"_job_complete: JobId=\d+ WTERMSIG \d+", ("wtermsig",), raw="WTERMSIG"),
     # slurmstepd's errors, but not its swap warning nor its cgroup set-up notice that jobs which finish print too
     Term(r"slurmstepd(?:-[\w.-]+)?: error: (?!Exceeded (?:job|step) memory limit at some point|xcgroup_instantiate: unable to create)",
