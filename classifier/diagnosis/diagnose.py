@@ -215,6 +215,7 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
     echo = winner if winner is not None and winner.rule.echo else None
     if echo is not None:
         unexplained, winner = unexplained or echo.first, None  # what ended the peer is not shown
+        signals.failed = True  # the echo is a failure's mark even where no failure word is (a NaN loss)
     result = {"schema_version": SCHEMA_VERSION, "tool": tool_info(rules)}
     if winner is None and signals.survived():
         signals.failed = False
@@ -227,7 +228,8 @@ def diagnose_job(paths: Sequence[str], rules: "RuleSet | None" = None,
                  else None)
         result.update(guess or _no_rule_result(signals, unexplained, records))
         if echo is not None and result["category"] == taxonomy.UNKNOWN:  # where to look for the cause
-            result["remediation"] = remediation_for(None, echo.rule, echo.facts) + result["remediation"]
+            facts = dict(echo.facts, precision="bf16") if signals.bf16_run else echo.facts
+            result["remediation"] = remediation_for(None, echo.rule, facts) + result["remediation"]
         _judge_what_was_read(result, signals, warnings)
         if budget.exhausted and result["category"] == taxonomy.NONE:  # some lines never matched
             result["confidence"] = min(result["confidence"], confidence_levels.DOUBTFUL_NONE)
