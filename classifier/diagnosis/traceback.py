@@ -36,7 +36,7 @@ from collections import deque
 from classifier.precompiled import re_compile
 from classifier.diagnosis.literals import bits
 from classifier.diagnosis.frameline import (  # noqa: F401  (the frame forms, named here too)
-    JOINED, is_statement, _COLAB_FRAME, _CPP_FRAME, _CPP_RAISED, _IPY_FRAME, _PY_FRAME, _PY_FRAME_CUT,
+    JOINED, is_statement, _COLAB_FRAME, _CPP_FRAME, _CPP_RAISED, _IPY_FRAME, _IPY8_FRAME, _PY_FRAME, _PY_FRAME_CUT,
     _PYTEST_FRAME, _RICH_FRAME, frame_parts as _frame_parts, kept_frame as _kept_frame,
     _CONTEXT_LITERAL, _CUT_FRAME_TAIL, _LONE_RAISE, _OPEN_RAISE, _indented, newest_last, Frame)
 from classifier.vocabulary import EXCEPTION_LINE
@@ -282,8 +282,11 @@ class TracebackCollector:
             frame.at = line
             raised.frames.append(frame)
             raised.last = line
-            # a rich head is followed by context lines: its own line comes with a `❱`
-            state.expect_source = frame.source == "" and not _RICH_FRAME.match(msg)
+            # a rich head is followed by context lines: its own line comes with a `❱`; an IPython
+            # (or Colab) head by numbered ones, its own with an arrow: no plain line is its source
+            state.expect_source = frame.source == "" and not _RICH_FRAME.match(msg) \
+                and not (_COLAB_FRAME.match(msg) or _IPY8_FRAME.match(msg)
+                         or (_IPY_FRAME.match(msg) and not _PYTEST_FRAME.match(msg)))
             return
         open_raise, state.open_raise = state.open_raise, False
         if open_raise and raised.frames:

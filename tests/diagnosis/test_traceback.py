@@ -263,6 +263,26 @@ def test_colab_linked_ipython_frames_and_the_arrow_line_as_source():
     assert r.frames[1].file.endswith("torch/amp/autocast_mode.py")
 
 
+def test_an_ipython_frame_cut_at_the_paste_end_takes_no_later_line_as_its_code():
+    # IPython's heads are followed by numbered context lines, their own line behind an arrow: the
+    # healthy line printed after a paste cut inside the head is not that frame's code (a selection
+    # that skipped it would otherwise take the next one, and the two reads would differ)
+    for head in ("[/usr/local/lib/python3.10/dist-packages/torch/amp/autocast_mode.py](https://localhost:8080/#) in __",
+                 "~/envs/x/lib/python3.8/site-packages/torch/amp/autocast_mode.py in __"):
+        (r,) = _records("\n".join([
+            "RuntimeError                              Traceback (most recent call last)",
+            "[<ipython-input-3-d2a33234ab60>](https://localhost:8080/#) in <cell line: 1>()",
+            "----> 1 with torch.autocast(device_type='cpu', dtype=torch.float32):",
+            "",
+            head,
+            "{'loss': 2.4865, 'grad_norm': 0.41, 'learning_rate': 2e-05, 'epoch': 0.53}",
+        ]))
+        assert r.cut and r.frames[-1].source == "" and r.last.msg == head, head
+    # pytest's `path.py:28: in <module>` head is followed by its code, as Python's is
+    (r,) = _records("\n".join(["/x/deepspeed/utils/groups.py:28: in <module>", "    from deepspeed import comm as dist"]))
+    assert r.frames[-1].source == "from deepspeed import comm as dist"
+
+
 def test_a_frame_line_cut_before_its_file_head_is_still_a_frame():
     (r,) = _records('/verl/protocol.py", line 491, in chunk')
     assert r.cut and [(f.file, f.func, f.line) for f in r.frames] == [("/verl/protocol.py", "chunk", 491)]
