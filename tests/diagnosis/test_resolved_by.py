@@ -123,6 +123,41 @@ def test_nan_loss_resolved_by_reads_finite_losses_in_the_usual_forms():
         assert not any(p.search(text) for p in rule.resolved_by), text
 
 
+# fp16_overflow.nan_grad_norm is weak (priority < 0): a NaN grad norm counts only where the
+# log ends on it, with no finite norm after (every step since skipped, or the weights NaN).
+def _hf(i, loss, norm):
+    return f"{{'loss': {loss}, 'grad_norm': {norm}, 'learning_rate': 9.99e-05, 'epoch': {i / 100:.2f}}}"
+
+
+def test_a_grad_norm_that_stays_nan_to_the_end_counts(tmp_path):
+    bf16_zero = [_hf(1, "1.0446", "nan")] + [_hf(i, "0.0", "nan") for i in range(2, 7)]
+    espnet = ["[user] 2021-04-23 19:22:5%d,420 (trainer:581) WARNING: The grad norm is nan. "
+              "Skipping updating the model." % i for i in range(6)]
+    opennmt = [f"[2018-11-26 15:0{i}:01,481 INFO] Step {5600 + 50 * i}/50000; acc:   0.19; ppl:   nan; "
+               f"xent:  nan; lr: 0.00070; 1928/2310 tok/s;  21110 sec" for i in range(4)]
+    for lines in (bf16_zero, espnet, opennmt):
+        for noise in (0, 20000):
+            assert _nan_counted(_diagnose(tmp_path, lines, noise)), (lines[0], noise)
+
+
+def test_isolated_nan_grad_norms_among_finite_ones_are_skipped_steps(tmp_path):
+    # HF logs float32 norms in full (16 digits and more): a finite reading must still count
+    lines = [_hf(4, "0.1474", "nan"), _hf(8, "0.1549", "0.1899697184562683"),
+             _hf(12, "0.1819", "nan"), _hf(15, "0.1558", "0.7023305296897888"),
+             _hf(19, "0.1568", "1.4903326034545898"), _hf(23, "0.1471", "0.27313581109046936")]
+    for noise in (0, 20000):
+        d = _diagnose(tmp_path, lines, noise)
+        assert d["category"] == "none", (noise, d["evidence"])
+
+
+def test_a_nan_loss_then_finite_losses_printed_in_full_is_got_past(tmp_path):
+    rec = '{{"epoch": 299, "step": {}, "loss": {}, "time": 34275, "lr": 1.2847230819273718}}'
+    lines = [rec.format(264294, "nan"), rec.format(264335, "14.825407981872559"),
+             rec.format(264376, "14.545491218566895"), rec.format(264417, "14.715323448181152")]
+    for noise in (0, 20000):
+        assert _diagnose(tmp_path, lines, noise)["category"] == "none", noise
+
+
 # Paddle's launcher waits for the other trainers' comm-id servers (`server not ready, wait 3
 # sec to retry...`); NCCL starting after it means every endpoint answered.
 PADDLE = "connection_failure.paddle_endpoints_not_ready"
