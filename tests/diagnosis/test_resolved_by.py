@@ -225,3 +225,21 @@ def test_a_build_whose_module_loaded_is_no_longer_the_failure(tmp_path):
     for noise in (0, 20000):
         d = _diagnose(tmp_path, lines, noise)
         assert d["category"] != "op_build_error", noise
+
+
+# host_oom.large_alloc_where_the_log_ends is weak: tcmalloc's report counts only where the log
+# stops on it; with the run's output going on after it, the allocation succeeded.
+ALLOC = "tcmalloc: large alloc 6645350400 bytes == 0x695ff4000 @ 0x7f6d5f840b6b 0x7f6d5f860379"
+
+
+def test_a_large_alloc_where_the_log_ends_is_host_memory(tmp_path):
+    lines = ["Loading checkpoint shards: 100%|██████████| 2/2", ALLOC]
+    for noise in (0, 20000):
+        d = _diagnose(tmp_path, lines, noise)
+        assert d["category"] == "host_oom" and d["rule"] == "host_oom.large_alloc_where_the_log_ends", noise
+
+
+def test_a_large_alloc_the_run_went_on_after_is_healthy(tmp_path):
+    lines = [ALLOC] + [f"epoch 1 step {i * 10} loss {2.5 - i / 100:.3f}" for i in range(15)]
+    for noise in (0, 20000):
+        assert _diagnose(tmp_path, lines, noise)["category"] == "none", noise
