@@ -18,6 +18,7 @@ import re
 from classifier.diagnosis.hint import Hint
 from classifier.precompiled import re_compile
 from classifier.diagnosis.term import Term
+from classifier.native_failures import NATIVE_FAILURE_TERMS
 
 # Python exception class names end in one of these (`RuntimeError`, `DistBackendError`, `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Failure", "Fault")
@@ -137,35 +138,10 @@ OTHER_FAILURE_TERMS = (
     # when DeepSpeed's mpich / impi launcher builds an MPICH command line and Open MPI's mpirun is first on PATH
     Term(r"^(?:mpirun|mpiexec|orterun|prterun|prte) has detected an attempt to run as root\b|^(?:mpirun|mpiexec|orterun|prterun|prte): Error: \S",
          ("attempt to run as root", ": error: "), raw="attempt to run as root|(?:mpirun|mpiexec|orterun|prterun|prte): Error: "),
-    # glibc's and tcmalloc's heap aborts (`Attempt to free invalid pointer 0x..`), absl's failure-signal handler, Ray's worker died under a task, a FATAL line, git's fatal (not its no-repository note)
-    Term(r"double free or corruption|\b(?:free|munmap_chunk)\(\): invalid|\bmalloc\(\): (?:corrupted|memory corruption|unaligned)"
-         r"|stack smashing detected|corrupted size vs\. prev_size|corrupted double-linked list|(?i:attempt to (?:free|realloc) invalid pointer)"
-         r"|\*\*\* SIG[A-Z]+ received at time=|A worker died or was killed while executing a task|^FATAL: \S|^fatal: (?!not a git repository|No names found)\S",
-         ("double free", "(): invalid", "malloc(): ", "stack smashing", "corrupted size", "received at time=",
-          "worker died or was killed", "fatal: ", "double-linked list", "invalid pointer"),
-         raw=r"double free|\(\): invalid|malloc\(\): |stack smashing|corrupted size|received at time="
-             r"|worker died or was killed|(?:FATAL|fatal): |double-linked list|(?i:invalid pointer)"),
-    Term(r"\bthread '[^']{0,64}' panicked at\b|^panic: \S|^ERROR:\s{1,8}\[Errno \d{1,5}\] |\bCannot access gated repo for url\b",
-         ("panicked at", "panic: ", "error:", "cannot access gated repo"),  # Rust/Go panics, uvicorn's bind, the Hub's gate
-         raw=r"panicked at|panic: |\[Errno|Cannot access gated repo"),
+    # detectron2's NaN-loss check, espnet2's stop on NaN grads, TensorBoard's refusal of a NaN/Inf value (a loss gone NaN)
     Term(r"Fatal Python error|(?i:\bloss became infinite or nan at iter)|gradients at all steps are invalid in this epoch|\bThis training was stopped at \d"
          r"|\bNaN or Inf found in input tensor", ("fatal python error", "infinite or nan at iter", "invalid in this epoch", "training was stopped at",
          "nan or inf found"), raw="Fatal Python error|(?i:infinite or nan at iter)|invalid in this epoch|training was stopped at|NaN or Inf found"),
-    # detectron2's NaN-loss check, espnet2's stop on NaN grads, TensorBoard's refusal of a NaN/Inf value (a loss gone NaN)
-    # device runtimes that abort in their own words: ROCm's HSA page fault; pointnet2-style CUDA checks; the driver's Xid of
-    # a faulting application (13, 31, 43: an engine exception, an MMU fault, a context stopped; not the device's fault) unless a desktop's
-    Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S|NVRM: Xid \([^)\n]{0,80}\): (?:13|31|43),(?!.{0,40}name=(?:chrom|firefox|Xorg|Xwayland|gnome|kwin|plasma|steam))|^\s*(?:intr [0-9a-f]+\.\s+)?MMU Fault: ENGINE\b",
-         ("memory access fault by gpu", "cuda kernel failed", "nvrm: xid", "mmu fault"), raw="Memory access fault by GPU|CUDA kernel failed|NVRM: Xid|MMU Fault"),
-    # Lua torch's uncaught error `luajit: file.lua:12: message` (lua, qlua, th; itorch without the interpreter), not its `stack traceback:` frames (`file.lua:12: in function 'f'`)
-    Term(r"^(?:(?:\S{0,255}/)?(?:luajit|lua|qlua|th): )?\S{1,255}\.lua:\d+: (?!in (?:function|main chunk|upvalue|local|field|method)\b)\S",
-         (".lua:",), raw=r"\.lua:[0-9]+: "),
-    # Open MPI's abort banner for an MPI call made outside MPI_Init..MPI_Finalize
-    Term(r"^\*\*\* The MPI_\w{1,40}\(\) function was called (?:before MPI_INIT|after MPI_FINALIZE) was invoked",
-         ("function was called before mpi_init", "function was called after mpi_finalize"),
-         raw=r"function was called (?:before MPI_INIT|after MPI_FINALIZE)"),
-    # NVIDIA PhysX's error callback: `<source>.cpp (9908) : internal error : GPU ... fail to launch kernel`
-    Term(r"\.cpp \(\d{1,7}\) : (?:internal error|abort) : \S", ("internal error : ", "abort : "),
-         raw=r"\.cpp \([0-9]+\) : (?:internal error|abort) : "),
     # TensorFlow's line naming the op a runtime error came from: `[[Node: split = Split[...]]]`, `[[{{node split}}]]`
     Term(r"^\[\[(?:Node: [\w/.-]{1,400} = \w|\{\{node [\w/.-]{1,400}\}\})", ("[[node: ", "[[{{node "),
          raw=r"\[\[(?:Node: |\{\{node )"),
@@ -202,7 +178,7 @@ OTHER_FAILURE_TERMS = (
          # Never followed by `(` in any form the pattern matches: `NewConnectionError(` in a urllib3 retry is a call, not a name glued to another rank's text.
          raw=r"[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:[^(\n]|$)", gate_needs=("error", "exception"),
          scan=(r"(?:Error|Exception)(?:[^(\n]|$)",)),
-)
+) + NATIVE_FAILURE_TERMS
 # Read by the failure signals alone (with AFTERMATH_TERMS): the model's region (region.py) starts at OTHER_FAILURE.
 _LOWER_ERRORS = ("value", "type", "key", "index", "attribute", "assertion", "runtime", "import", "syntax", "os",
                  "modulenotfound", "filenotfound", "name", "notimplemented", "zerodivision", "eof", "permission",

@@ -387,6 +387,18 @@ _SIGNAL_DEATHS = [
     # Hydra's line behind a job runner's tag; torch's BatchNorm refusal without its ValueError
     "[ID: 1/1 GPU: 0] Error executing job with overrides:",
     "Expected more than 1 value per channel when training, got input size torch.Size([1, 256])",
+    # other runtimes: a Kubernetes operator's recovered panic and its goroutine dump, gfortran and
+    # ifort, protobuf's and XLA's checks, Android's libc++abi, the kernel's MCE and GPU hang reports
+    'E0118 03:24:24.694308   10306 runtime.go:78] Observed a panic: "invalid memory address or nil pointer dereference"',
+    "goroutine 1137 [running]:",
+    "Fortran runtime error: Sequential READ or WRITE not allowed after EOF marker, possibly use REWIND or BACKSPACE",
+    "forrtl: severe (174): SIGSEGV, segmentation fault occurred",
+    "[libprotobuf FATAL google/protobuf/map.h:811] CHECK failed: find(key) == end(): ",
+    "2024-07-17 11:40:54.103908: E external/xla/xla/status_macros.cc:56] INTERNAL: RET_CHECK failure (xla/service/cpu/ir_emitter.cc:1144)",
+    "02-26 15:12:55.985 21890 21890 E libc++abi: terminating",
+    "Feb 27 15:09:35 nixos kernel: mce: [Hardware Error]: CPU 9: Machine Check: 0 Bank 5: bea0000000000108",
+    "[284091.730106] i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:85dffffb, in llama-server [1808332]",
+    "[ 2679.300365] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=502589, emitted seq=502591",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -501,6 +513,9 @@ _HEALTHY = [
     "handler: on SIGTERM the run saves a checkpoint before terminating due to preemption",
     "mpirun: bind-to core, map-by slot; a request was made to bind each rank to one core",
     "see above for traceback of the data loader's warm-up",
+    # a corrected-error notice, and a goroutine that is only waiting
+    "kernel: mce: [Hardware Error]: Machine check events logged",
+    "goroutine 12 [chan receive, 3 minutes]:",
 ]
 
 
