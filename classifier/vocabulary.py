@@ -18,7 +18,7 @@ import re
 from classifier.diagnosis.hint import Hint
 from classifier.precompiled import re_compile
 from classifier.diagnosis.term import Term
-from classifier.native_failures import NATIVE_FAILURE_TERMS
+from classifier.diagnosis.native_terms import NATIVE_FAILURE_TERMS
 
 # Python exception class names end in one of these (`RuntimeError`, `DistBackendError`, `KeyboardInterrupt`, `SystemExit`, `ChildFailedError`, `BackendCompilerFailure`).
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Interrupt", "Exit", "Failure", "Fault")
