@@ -399,6 +399,11 @@ _SIGNAL_DEATHS = [
     "Feb 27 15:09:35 nixos kernel: mce: [Hardware Error]: CPU 9: Machine Check: 0 Bank 5: bea0000000000108",
     "[284091.730106] i915 0000:00:02.0: [drm] GPU HANG: ecode 12:1:85dffffb, in llama-server [1808332]",
     "[ 2679.300365] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=502589, emitted seq=502591",
+    # scientific codes: Quantum ESPRESSO, gfortran's backtrace head, GROMACS, MPICH's Hydra
+    "     Error in routine  cdiaghg (668):",
+    "Program received signal SIGABRT: Process abort signal.",
+    "Fatal error:",
+    "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Floating point exception (signal 8)",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -516,6 +521,7 @@ _HEALTHY = [
     # a corrected-error notice, and a goroutine that is only waiting
     "kernel: mce: [Hardware Error]: Machine check events logged",
     "goroutine 12 [chan receive, 3 minutes]:",
+    "Fatal error: none so far; the checker reports them here",
 ]
 
 

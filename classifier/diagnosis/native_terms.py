@@ -25,6 +25,12 @@ NATIVE_FAILURE_TERMS = (
           "ret_check failure", "libc++abi: terminating", "[hardware error]", "gpu hang", "timeout, signaled seq"),
          raw=r"panicked at|panic: |goroutine [0-9]|\[Errno|Cannot access gated repo|Fortran runtime error|forrtl: |libprotobuf FATAL|RET_CHECK failure"
              r"|libc\+\+abi: terminating|\[Hardware Error\]|GPU HANG|timeout, signaled seq"),
+    # scientific codes' own aborts: Quantum ESPRESSO's `Error in routine cdiaghg (668):` box, gfortran's
+    # `Program received signal SIGABRT:` backtrace head, GROMACS's bare `Fatal error:` line, MPICH's Hydra exit string
+    Term(r"^\s{0,12}Error in routine\s{1,3}\S{1,40}\s{0,3}\(\s{0,6}-?\d{1,6}\):|^Program received signal SIG[A-Z]{2,8}:"
+         r"|^Fatal error:\s*$|YOUR APPLICATION TERMINATED WITH THE EXIT STRING:",
+         ("error in routine", "program received signal sig", "fatal error:", "terminated with the exit string"),
+         raw=r"Error in routine|Program received signal SIG|Fatal error:|TERMINATED WITH THE EXIT STRING"),
     # device runtimes that abort in their own words: ROCm's HSA page fault; pointnet2-style CUDA checks; the driver's Xid of
     # a faulting application (13, 31, 43: an engine exception, an MMU fault, a context stopped; not the device's fault) unless a desktop's
     Term(r"\bMemory access fault by GPU node-\d+|\bCUDA kernel failed : \S|NVRM: Xid \([^)\n]{0,80}\): (?:13|31|43),(?!.{0,40}name=(?:chrom|firefox|Xorg|Xwayland|gnome|kwin|plasma|steam))|^\s*(?:intr [0-9a-f]+\.\s+)?MMU Fault: ENGINE\b",
