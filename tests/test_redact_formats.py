@@ -204,6 +204,12 @@ def _corpus_logs():
 # after a secret word. Masking such a value costs a reader little; letting a token through would
 # cost much, so these stay masked, and any other change to the corpus is a failure.
 _MASKED_ON_PURPOSE = {
+    # test-side pastes of the seventy-sixth to seventy-ninth harvests with a password flag or a
+    # secret-shaped value the redactor masks (the lines are held out: named, not described)
+    "corpus/public/connection_failure/ray-project__ray__8054.log:9",
+    "corpus/public/connection_failure/ray-project__ray__8054.log:11",
+    "corpus/public/connection_failure/OpenRLHF__OpenRLHF__376.log:3",
+    "corpus/public/port_conflict/chatchat-space__Langchain-Chatchat__44.log:1",
     # an HfArgumentParser refusal listing flags named like keys (`--ground_truths_key`,
     # `--sft_messages_key`): a `*_key` flag's value is masked, the safe side for a column name
     "corpus/public/config_field_error/allenai__open-instruct__620.log:9",
