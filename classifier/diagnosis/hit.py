@@ -47,8 +47,9 @@ _CODE_LINE = re_compile(r"""(?:raise|assert|return)\s|(?:logger|logging)\.\w+\(|
                         r"""(?![/~\w.+-][\w.+/~-]{0,300}\.(?:o|obj|so(?:\.\d{1,6}){0,4}):\s)"""
                         # and torch's dispatcher: `"addmm_impl_cpu_" not implemented for 'Half'`
                         r"""(?!\w{1,80}" not implemented for ')"""
-                        # and Windows' command interpreter: `'nvcc' is not recognized as an ...`
-                        r"""(?![^"'\n]{1,200}["'] is not recognized as an internal or external command)"""
+                        # and Windows' command interpreter: `'nvcc' is not recognized as an ...`,
+                        # on a Chinese Windows `'nvcc' 不是内部或外部命令`
+                        r"""(?![^"'\n]{1,200}["'] (?:is not recognized as an internal or external command|不是内部或外部命令))"""
                         # and the import system's, quoted whole (even in triple quotes): a name in
                         # quotes after its words, where a source string holds a placeholder
                         r"""(?!["']{0,2}(?:cannot import name|No module named) ["'][\w.]{1,100}["'])""")
