@@ -81,3 +81,17 @@ def test_the_public_split_is_by_repository_and_big_enough():
     assert all(labels.get(c, 0) >= (25 if c in ("none", "unknown") else 12) for c in covered), labels
     # An exemption lapses once the public corpus holds enough real pastes of the category.
     assert all(labels.get(c, 0) < 12 for c in NOT_IN_PUBLIC), labels
+
+
+def test_each_public_thread_is_quoted_once():
+    # A thread quoted twice (by two harvests, maybe under two labels) counts twice and may sit
+    # under contradicting labels; `/pull/N` and `/issues/N` are one GitHub thread.
+    seen = {}
+    for log, meta in find_cases(ROOT / "corpus"):
+        if meta.get("origin") != "public":
+            continue
+        url = meta["source_url"].rstrip("/").replace("/pull/", "/issues/")
+        seen.setdefault(url, []).append(log.name)
+    twice = {url: names for url, names in seen.items() if len(names) > 1}
+    # names only (a label folder would tell a test case's label)
+    assert not twice, {url: len(names) for url, names in twice.items()}
