@@ -41,7 +41,10 @@ def trie_regex(words: Iterable[str]) -> str:
 # is camel-cased there (`MemoryError` in `_ArrayMemoryError`, `Timeout` in `ncclTimeout`,
 # `Error` in `NCCLError`). Snake_case joins words: `loss nan` is in `train_loss nan`. The end
 # is free, so a keyword may be a stem (`required positional argument` + s, `glibc_` + 2.34).
-_WORD_START = r"(?:(?<![^\W_])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]))"
+# Chinese, Japanese and Korean run words together, also into an English message pasted after
+# them (`...checkpointing和No module named 'torch._six'`): a Latin word starts after those scripts.
+_WORD_START = (r"(?:(?<![^\W_])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"
+               r"|(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])(?=[A-Za-z]))")
 
 
 def _word_led(keyword: str) -> bool:
