@@ -83,7 +83,12 @@ OTHER_FAILURE_TERMS = (
     Term(r"terminate called after throwing", ("terminate called",), raw="terminate called"),
     # C++/CUDA applications log a failed CUDA call in their own words, with no Python exception: `CUDA error at tensor.cpp:1458 - cudaErrorIllegalAddress:
     # ...`, `CUDA error: out of memory`, darknet's and other C macros' `CUDA Error: unknown error`.
-    Term(r"\bCUDA [Ee]rror\b|\bcudaError[A-Z]\w", ("cuda error", "cudaerror"), raw=r"CUDA [Ee]rror|cudaError[A-Z]"),
+    # ROCm's HIP says the same in its own words (`HIP error: invalid device function`, `hipErrorNoBinaryForGpu`)
+    Term(r"\bCUDA [Ee]rror\b|\bHIP [Ee]rror ?: |\b(?:cuda|hip)Error[A-Z]\w", ("cuda error", "cudaerror", "hip error", "hiperror"),
+         raw=r"(?:CUDA|HIP) [Ee]rror|(?:cuda|hip)Error[A-Z]"),
+    # TensorRT's logger names each failed call by its error code (`[TRT] [E] 1: [runtime.cpp::...] Error Code 1:
+    # Serialization (...)`, `... Error Code 4: Internal Error (Engine deserialization failed.)`)
+    Term(r"\bError Code \d{1,3}: [A-Z][A-Za-z ]{1,40}\(", ("error code ",), raw=r"Error Code [0-9]"),
     # NCCL's CUDACHECK and its copies elsewhere: `NCCL WARN Cuda failure 'an illegal memory access ...'`
     Term(r"(?i:\bcuda failure\b)", ("cuda failure",), raw="(?i:cuda failure)"),
     # any case: zsh and DataLoader's worker handler write it in lower case (`zsh: segmentation fault  python x.py`, `ERROR: Unexpected segmentation fault encountered`)
@@ -256,19 +261,24 @@ EVIDENCE_TERMS = (
           "callbackqueue aborting", "caught a fatal signal", "inner error!"),
          raw=r"\*\*\* Aborted at|received by PID|\*\*\* Received signal|Caught signal|Caught a fatal signal|Inner Error!|==== backtrace|terminate called|Check failure stack trace"
              r"|buffer overflow detected|Abort trap|received signal SIG|segfault at |terminating due to|was sent SIG|terminated abnormally|callbackQueue aborting"),
+    # the amdgpu driver's report of a GPU page fault (dmesg, journald): the queue that faulted is
+    # killed, so the job died even where the paste holds only the kernel's lines
+    Term(r"\bamdgpu: (?:\[\w{2,12}\] (?:(?:no-)?retry )?page fault \(src_id|(?:GC|MM)?VM_L2_PROTECTION_FAULT_STATUS:0x)",
+         ("page fault (src_id", "vm_l2_protection_fault_status:0x"), raw=r"page fault \(src_id|VM_L2_PROTECTION_FAULT_STATUS:0x"),
     # Reports of a rank that failed: MPI launchers (`=   EXIT CODE: 139`), `Exit code:    1` in Open MPI's summary and `kubectl describe`, srun tearing a step
     # down, Ray's `RayTaskError(ValueError): ` (MPICH's error stack, Hydra's `execvp error`, Open MPI's binding refusal and missing program), nccl-tests' failures
     Term(r"MPI_ABORT was invoked on rank|\bcalled MPI_Abort\(|BAD TERMINATION OF ONE OF YOUR APPLICATION"
          r"|\bexiting improperly\b|^=?\s{0,8}(?:KILLED BY SIGNAL: \d|EXIT CODE: [1-9])|^Exit [Cc]ode:\s{1,40}[1-9]"
          r"|^srun: (?:forcing job termination|Force Terminated)|\bRayTaskError\(\w{1,100}\): |^Fatal error in (?:P?MPI|MPID|internal)_?\w{0,60}:(?: |$)"
+         r"|\bAbort\(\d{1,12}\)(?: on node \d{1,7})? \(rank \d{1,7} in comm \d{1,7}\): "
          r"|\bprocess manager error waiting for completion\b|\bexecvp error\b|\berror setting up the boo?strap proxies\b"
          r"|\bcaused collective abort of all ranks\b|^A request was made to bind to that would result in binding more\b|\bAn error occurred in MPI_\w{1,40}\b|^OPAL ERROR\W|\bwas unable to find the specified executable file\b|\bTest (?:NCCL|CUDA|HIP) failure\b",
          ("mpi_abort", "bad termination", "exiting improperly", "killed by signal", "exit code: ", "srun: f", "raytaskerror(", "fatal error in ",
           "process manager error", "execvp error", "strap proxies", "collective abort", "request was made to bind", "an error occurred in mpi_", "opal error",
-          "specified executable file", "test nccl failure", "test cuda failure", "test hip failure"),
+          "specified executable file", "test nccl failure", "test cuda failure", "test hip failure", " in comm "),
          raw=r"MPI_ABORT|MPI_Abort|BAD TERMINATION|exiting improperly|KILLED BY SIGNAL|EXIT CODE|Exit [Cc]ode:|An error occurred in MPI_|OPAL ERROR"
              r"|srun: [Ff]|RayTaskError\(|Fatal error in |process manager error|execvp error|strap proxies|collective abort|request was made to bind"
-             r"|specified executable file|Test (?:NCCL|CUDA|HIP) failure"),
+             r"|specified executable file|Test (?:NCCL|CUDA|HIP) failure| in comm [0-9]"),
     # torch's commonest error messages without their exception type (a title, a `print(e)`), and the advice every CUDA error ends with, pasted alone
     Term(r"^Expected all tensors to be on the same device\b|^expected scalar type \w{1,40} but found \w"
          r"|^mat1 and mat2 shapes cannot be multiplied|^Expected to have finished reduction in the prior iteration"
@@ -307,13 +317,16 @@ EVIDENCE_TERMS = (
          raw=r"\[Errno|Check failed: |curl: \(|= (?:FAILURES|ERRORS) =|E {3,}assert |(?:Client|Server) [Ee]rror[:.' ]|HTTP Error [45]|ERROR [45][0-9][0-9]: "),
     # a job's start that found no program or file, or may not run it (bash, sh, zsh, env): `run.sh: line 3: /v/bin/python: No such file or directory`,
     # `bash: ./train.sh: Permission denied`; Python's FileNotFoundError / PermissionError message alone (`[Errno 2] No such file or directory: 'x'`)
-    Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env): [^:]{1,255}: (?:No such file or directory|Permission denied)"
+    Term(r"^(?:[\w./~-]{1,255}: line \d{1,9}|-?bash|sh|zsh|/usr/bin/env)(?:: line \d{1,9})?: (?:(?:cd|source|exec|\.): )?[^:]{1,255}: (?:No such file or directory|Permission denied)"
          r"|^zsh: (?:no such file or directory|permission denied): \S|^(?:\[Errno \d{1,3}\] )?(?:No such file or directory|Permission denied): ['\"‘“]",
          ("no such file or directory", "permission denied"), raw="(?i:no such file or directory|permission denied)"),
     # mm*'s registry refusal without its KeyError (`X is not in the dataset registry`, `... mmdet::model registry.`), unittest's verdicts, `Pass 1: FAIL`
     Term(r"^['\"]?[\w.-]{1,200} is not in the (?:[\w.]{1,60}::)?[\w ]{1,60} registry\b|^(?:FAIL|ERROR): \w{1,200} \([\w.]{1,300}\)"
          r"|(?:\.\.\.|:) FAIL\s{0,8}$", ("is not in the ", "fail: ", "error: ", "... fail", ": fail"),
          raw=r"is not in the |FAIL: |ERROR: \w+ \(|(?:\.\.\.|:) FAIL(?:[^A-Za-z0-9_]|$)"),
+    Term(  # a Go panic's frames cut from their message (a Kubernetes operator or controller crashing)
+         r"^\s*(?:/|[A-Za-z]:[/\\])\S{1,400}\.go:\d{1,7} \+0x[0-9a-f]{1,8}\s*$|^panic: \S", (".go:", "panic: "),
+         raw=r"\.go:[0-9]|panic: "),
     Term(  # a JVM stack trace's frames cut from their exception (Spark, Hadoop, a Java tokenizer)
          r"^\s*at [\w$]+(?:[./][\w$<>-]+)+\([\w$]+\.(?:java|scala|kt):\d{1,7}\)", (".java:", ".scala:", ".kt:"),
          raw=r"\.(?:java|scala|kt):[0-9]"),

@@ -404,6 +404,21 @@ _SIGNAL_DEATHS = [
     "Program received signal SIGABRT: Process abort signal.",
     "Fatal error:",
     "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Floating point exception (signal 8)",
+    # the amdgpu driver's page-fault report (dmesg with a relative stamp, journald), cut mid-line
+    "[  +0.851431] amdgpu 0000:0e:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:157 vmid:0 pasid:0, for process  pid 0 thread  pid 0)",
+    "Aug 08 22:35:13 host kernel: amdgpu 0000:c3:00.0: amdgpu: [gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 pas",
+    "[Tue Sep  9 02:30:28 2025] amdgpu 0000:c6:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00341051",
+    "[ 1200.356662] amdgpu 0000:c5:00.0: amdgpu: GCVM_L2_PROTECTION_FAULT_STATUS:0x00800932",
+    # MPICH's abort line ahead of its error stack; HIP's and TensorRT's failed calls without an exception type
+    "Abort(1091087) on node 0 (rank 0 in comm 0): Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
+    "MPICH ERROR [Rank 0] [job id unknown] [Fri Mar 14 11:56:06 2025] [n1] - Abort(1092879) (rank 0 in comm 0): Fatal erro",
+    "HIP error: operation not permitted on an event last recorded in a capturing stream",
+    "[06/20/2022-11:10:38] [TRT] [E] 4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: Internal Error (Engine deserialization failed.)",
+    "3: [runtime.cpp::~Runtime::346] Error Code 3: API Usage Error (Parameter check failed at: runtime/rt/runtime.cpp::~Runt",
+    # a launch whose remote shell found no working directory (pdsh's host label peeled); a Go panic's frames
+    "172.16.220.18: bash: line 0: cd: /data/src_zero3: No such file or directory",
+    "\t/go/src/k8s.io/kubernetes/vendor/k8s.io/apimachinery/pkg/util/wait/wait.go:88 +0x4d",
+    "panic: runtime error: invalid memory address or nil pointer dereference",
 ]
 # Healthy lines that share the words.
 _HEALTHY = [
@@ -428,6 +443,13 @@ _HEALTHY = [
     "mean_value_error: 0.3",
     "valueerror_rate: 0.0",
     "CUDA_HOME is not defined, using /usr/local/cuda",
+    "see main.go:88 for the retry loop",
+    "bash: line 3: cd: skipping missing overlay dir (ok)",
+    "HIP_VISIBLE_DEVICES=0,1 (set HIP error checking with AMD_LOG_LEVEL=1)",
+    "[TRT] [I] Error Code 0 means success; see the builder log for details",
+    # the amdgpu driver's healthy lines, and a page-fault counter
+    "[    4.123456] amdgpu 0000:0e:00.0: amdgpu: SMU is initialized successfully!",
+    "amdgpu: retry page faults enabled (noretry=0)",
     "the trainer takes 2 positional arguments",
     "INFO: the cache can't pickle lambdas, so the dataset is rebuilt in every worker",
     "dill: cannot pickle generators by default; set recurse=True",
