@@ -86,6 +86,13 @@ _CLOCK_TS = re_compile(r"(?:\[(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?\]|(?:\d\d:){2}\d\
 _EPOCH_END = frozenset(". \t")  # what follows an epoch stamp's ten digits: a cheap gate before the regex
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
+# vLLM's logger: `ERROR 04-28 15:55:45 worker_base.py:157] ` (before 0.8), `INFO 08-01 10:00:00
+# [core.py:588] ` (after): level, month-day, clock, file and line, then the message (a traceback's
+# every line carries it, so its frames and exception read only once it is peeled)
+_VLLM_HEAD = re_compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
+                        r"\[?[\w./-]{1,200}:\d{1,6}\] ?")
+_VLLM_FIRST = frozenset("DIWEC")
+_VLLM_THIRD = frozenset("BFRI")  # DEBUG, INFO, WARNING, ERROR, CRITICAL: a cheap test before the regex
 
 # A tqdm bar (` 45%|████▌     | 45/100 [00:10<00:12,  4.4it/s]`), whole or heading a segment.
 _BAR = (r"\s*(?:[^%|]{0,80}:\s*)?\d{1,3}%\|[^|]{0,120}\|\s*[\d.]+[kMG]?/[\d.]+[kMG]?\w*"
@@ -295,6 +302,8 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
                 if ts is None and m["epoch"]:
                     ts = float(m["epoch"])
                 msg = msg[m.end():]  # a level after it stays: rich's `[10:00:02] ERROR    ` is read
+            elif first in _VLLM_FIRST and msg[2:3] in _VLLM_THIRD and (m := _VLLM_HEAD.match(msg)):
+                msg = msg[m.end():]
             elif first == "[":
                 second = msg[1:2]
                 # `[ +0.1]`/`[12.3]` (any space or digit), `[Mon Jan ...]`

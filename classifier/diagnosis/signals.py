@@ -84,6 +84,9 @@ _RANK_SEGV = re_compile(r"(?:\S{1,200}: line \d{1,9}:\s+\d{1,10}\s+)?Segmentatio
 # pytest's `E` column is peeled like the level (normalize._PYTEST_E): under it, an `assert` failed.
 _PEELED_ASSERT = re_compile(r"(?:^|[\s\]:])E(?: {3,}|\t)$")
 _PEELED_ERROR = re_compile(r"(?<![\w-])(?:ERROR|CRITICAL|FATAL|PANIC)[\s|:-]*$")
+# vLLM's ERROR / CRITICAL record (normalize._VLLM_HEAD peels it): a failure line whatever it says,
+# as it was while its head stayed on the message
+_VLLM_ERROR_HEAD = re_compile(r"(?:^|\s)(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?[\w./-]{1,200}:\d{1,6}\] ?$")
 _LEVEL_LEAD = re_compile(r"(?:ERROR|CRITICAL|FATAL)(?P<colon>:)?\s+(?:\|\s+)?|\[(?:error|critical|fatal)\s{0,8}\]\s+")
 _LOGFMT_LEVEL = re_compile(r"(?:^|\s)level=\"?(?i:error|fatal|critical)\b\"?")
 _STAMP_END = re_compile(r"\d\d:\d\d(?:[.,:]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?\s{0,4}$")
@@ -116,6 +119,8 @@ def _error_record(line: "Line") -> bool:
         msg = msg[lead.end():]
     elif "level=" in msg and (level := _LOGFMT_LEVEL.search(msg)) is not None:
         msg = msg[:level.start()] + " " + msg[level.end():]
+    elif at > 0 and _VLLM_ERROR_HEAD.search(text, 0, at):
+        return True
     elif at == 0 or not _PEELED_ERROR.search(text, 0, at):
         return False
     return _FAILURE_WORDS.search(msg) is not None and _HANDLED.search(msg) is None

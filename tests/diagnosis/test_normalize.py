@@ -81,6 +81,15 @@ CASES = [
     ("nvidia-dgx-01: [rank3]: RuntimeError: boom", "RuntimeError: boom", 3, "nvidia-dgx-01"),
     ("node1:1201:1201 [0] NCCL INFO Bootstrap : Using eth0", "node1:1201:1201 [0] NCCL INFO Bootstrap : Using eth0",
      None, None),
+    # vLLM's logger head, before 0.8 and after (file in brackets), behind a worker's pid label
+    ('ERROR 04-28 15:55:45 worker_base.py:157]   File "/x/worker.py", line 149, in f',
+     'File "/x/worker.py", line 149, in f', None, None),
+    ("(EngineCore_0 pid=412) ERROR 08-01 10:00:00 [core.py:588] ValueError: no KV cache",
+     "ValueError: no KV cache", None, None),
+    ("INFO 03-11 19:53:41.120 remote_rm_utils.py:24] Request error", "Request error", None, None),
+    # a level word and a date that are the message's own
+    ("ERROR 404 on GET /v1/models", "ERROR 404 on GET /v1/models", None, None),
+    ("Epoch 04-28: done", "Epoch 04-28: done", None, None),
 ]
 
 
@@ -339,3 +348,16 @@ def test_csv_exported_rows_are_unwrapped(tmp_path):
     log = tmp_path / "logs-insights-results.csv"
     log.write_text(out.getvalue())
     assert diagnose_job([str(log)])["category"] == "unknown"
+
+
+def test_a_vllm_error_record_stays_a_failure_once_its_head_is_peeled(tmp_path):
+    """vLLM's ERROR record says the job failed whatever its words (a worker's last line before it
+    died); an INFO record with the same words is chatter."""
+    from classifier.diagnosis.diagnose import diagnose_job
+    log = tmp_path / "job.log"
+    log.write_text("INFO 04-28 15:55:40 llm_engine.py:100] Initializing an LLM engine\n"
+                   "ERROR 04-28 15:55:45 multiproc_worker_utils.py:226] Worker VllmWorkerProcess pid 412 died, exit code: -9\n")
+    assert diagnose_job([str(log)])["category"] != "none"
+    log.write_text("INFO 04-28 15:55:40 llm_engine.py:100] Initializing an LLM engine\n"
+                   "INFO 04-28 15:55:45 metrics.py:406] Avg prompt throughput: 0.0 tokens/s\n")
+    assert diagnose_job([str(log)])["category"] == "none"
