@@ -144,7 +144,7 @@ PREFIXES = ("", "[rank{r}]:", "[default{r}]:", "[:{r}]:", "[worker{r}]: ", "[tra
             "localhost: ", "(RayTrainWorker pid=1234{r}, ip=10.0.0.{r}) ", "[pod/trainer-{r}/pytorch] ",
             "trainer-{r}  | ", "2024-10-02T14:00:00.123456789Z stderr F ", "[2024-10-02 14:00:00,123] ",
             "Oct  2 14:00:00 node{r} kernel: ", "[  123.456789] ", "[Wed Oct  2 14:00:00 2024] ",
-            "E   ")
+            "E   ", "INFO 10-02 14:00:00 worker_base.py:157] ", "(EngineCore_0 pid=1234{r}) INFO 10-02 14:00:00 [core.py:588] ")
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
