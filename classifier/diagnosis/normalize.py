@@ -64,35 +64,26 @@ _ISO_TS = re_compile(
 _SYSLOG_TS = re_compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
     r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d{1,9})?(?: \S+)?(?: kernel:)? ")
-# What journald and syslog put between the stamp and the message: the host (after an ISO stamp,
-# `journalctl -o short-iso`; the syslog stamp above takes it itself) and the writer with its pid
-# (`gpu-node-07 train.sh[48213]: `, `python3[812]: `). Only right after a stamp, and only with
-# the `[pid]:` that makes it a header.
+# journald's / syslog's header after the stamp: the host (after an ISO stamp; the syslog stamp takes it itself) and the
+# writer with its pid (`gpu-node-07 train.sh[48213]: `, `python3[812]: `); only right after a stamp, only with `[pid]:`.
 _JOURNAL_HEAD = re_compile(r"(?:[\w.-]{1,64} )?[\w.@/:-]{1,64}\[\d{1,10}\]:(?:\s|$)")
-# A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `,
-# `...Z ERROR `): peeled only right after a timestamp, so a message's own `ERROR:` stays (and
-# DeepSpeed's `[INFO] [launch.py:145:main]`, which rules read, too). A pipe logger goes on with its
-# name (FastChat's `| ERROR | stderr | `), Python's `%(asctime)s - %(levelname)s - %(message)s` has
-# dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a | -0.8 |`) stay.
+# A logger's bare level between its timestamp and the message (`2024-01-01 12:00:00 | INFO | `, `...Z ERROR `): peeled
+# only right after a timestamp, so a message's own `ERROR:` stays (and DeepSpeed's `[INFO] [launch.py:145:main]`, which
+# rules read). A pipe logger goes on with its name (FastChat's `| ERROR | stderr | `), Python's `%(asctime)s -
+# %(levelname)s - %(message)s` has dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a |`) stay.
 _LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|PANIC|TRACE|NOTICE)(?:\s+(?:\|\s)?(?=\|.*\|\s*$)"
                     r"|\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s-\s|\s+(?=[^\s|-]|-(?!\s))|\s*\|?$)")
-# A stamp with no date: moreutils' `ts -s` / `ts -i` and `ts '%.T'` (`00:00:05 `,
-# `14:03:07.512208 `), rich's log column (`[14:03:07] `), and `ts '%.s'` / `ts '%s'`'s seconds
-# since the epoch (`1796518808.408548 `: ten digits, 2001 to 2065). Peeled like a dated stamp, but
-# the level after it is kept (rules read rich's `ERROR` column); the time of day alone orders
-# nothing across days, so it gives the line no time.
+# A stamp with no date: moreutils' `ts -s` / `ts -i` / `ts '%.T'` (`00:00:05 `, `14:03:07.512208 `), rich's log column
+# (`[14:03:07] `), `ts '%.s'`'s epoch seconds (`1796518808.408548 `: ten digits, 2001 to 2065). Peeled like a dated
+# stamp, the level after it kept (rules read rich's `ERROR` column); a time of day alone gives the line no time.
 _CLOCK_TS = re_compile(r"(?:\[(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?\]|(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?"
                        r"|(?P<epoch>[12]\d{9}(?:\.\d{1,9})?))(?:\s*[|-]\s|\s+)(?=\S)")
 _EPOCH_END = frozenset(". \t")  # what follows an epoch stamp's ten digits: a cheap gate before the regex
 _DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
 _DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
-# vLLM's logger: `ERROR 04-28 15:55:45 worker_base.py:157] ` (before 0.8), `INFO 08-01 10:00:00
-# [core.py:588] ` (after): level, month-day, clock, file and line, then the message (a traceback's
-# every line carries it, so its frames and exception read only once it is peeled)
-_VLLM_HEAD = re_compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? "
-                        r"\[?[\w./-]{1,200}:\d{1,6}\] ?")
-_VLLM_FIRST = frozenset("DIWEC")
-_VLLM_THIRD = frozenset("BFRI")  # DEBUG, INFO, WARNING, ERROR, CRITICAL: a cheap test before the regex
+# vLLM's logger head (`ERROR 04-28 15:55:45 worker_base.py:157] `; after 0.8 `[core.py:588] `): peeled, a traceback reads
+_VLLM_HEAD = re_compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?[\w./-]{1,200}:\d{1,6}\] ?")
+_VLLM_FIRST, _VLLM_THIRD = frozenset("DIWEC"), frozenset("BFRI")  # its levels' first and third letters: cheap tests first
 
 # A tqdm bar (` 45%|████▌     | 45/100 [00:10<00:12,  4.4it/s]`), whole or heading a segment.
 _BAR = (r"\s*(?:[^%|]{0,80}:\s*)?\d{1,3}%\|[^|]{0,120}\|\s*[\d.]+[kMG]?/[\d.]+[kMG]?\w*"
