@@ -14,12 +14,12 @@ _PY_FRAME = re_compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:,? in 
 _FAULT_FRAME = re_compile(r'^\s*File "[^"]+", line \d+ in \S')
 # a frame line whose head the paste cut off (`/verl/protocol.py", line 491, in chunk`)
 _PY_FRAME_CUT = re_compile(r'^(?P<file>[^"\s][^"]{0,1023}?\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s*$')
-_IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )\S*) in "
+_IPY_FRAME = re_compile(r"^(?P<file>(?:~|/|[A-Za-z]:\\|<ipython-input|File )(?:\S*|(?:\S+ ){1,8}?\S*\.pyx?)) in "
                         r"(?P<func>[\w<>.]+)(?:\(|$)")
 # IPython 8's frame head: `File ~/x/module.py:1501, in Module._call_impl(self, *args)`, and
 # `File /x/train.py:12` for a module's own lines. Its function is the qualified name; Python
 # prints the last part, which is what rules name (`_env_rendezvous_handler.<locals>._get_env_or_raise`).
-_IPY8_FRAME = re_compile(r"^File (?P<file>(?:~|/|[A-Za-z]:\\)\S{0,1024}?\.pyx?):(?P<line>\d+)"
+_IPY8_FRAME = re_compile(r"^File (?P<file>(?:~|/|[A-Za-z]:\\)(?:\S| (?=\S)){0,1024}?\.pyx?):(?P<line>\d+)"
                          r"(?:, in (?:[\w<>]+\.)*(?P<func>[\w<>]+)(?:\(|\s*$)|\s*$)")
 # Colab links IPython's frame paths: `[/usr/lib/.../autocast_mode.py](https://localhost:8080/#) in
 # __enter__(self)`, `[<ipython-input-3-d2a3>](https://localhost:8080/#) in <cell line: 1>()`.
@@ -36,16 +36,19 @@ _PYTEST_FRAME = re_compile(r"^(?P<file>[^\s:]{1,1024}\.py):(?P<line>\d+): in (?P
 
 # A traceback cut above its last frame keeps that frame's code line and the exception under it
 # (`assert self.n_batch % self.nminibatches == 0` / `AssertionError`); an issue title joins the
-# two on one line (`assert x % y == 0 AssertionError`). The code line is an assert, a raise, an
-# assignment or a call: the shapes a raising line takes, and no log line's.
-STATEMENT = re_compile(r"""^(?:assert\s|raise\s+[A-Za-z_]|[A-Za-z_][\w.]{0,200}+(?:\[[^\]\n]{0,200}+\])*+"""
+# two on one line (`assert x % y == 0 AssertionError`). The code line is an assert, a raise, a
+# return, an assignment or a call: the shapes a raising line takes, and no log line's (a return
+# of two bare words, `return code was 1`, is prose unless the first is await, not or lambda, and
+# so is `return value: -9`).
+STATEMENT = re_compile(r"""^(?:assert\s|raise\s+[A-Za-z_]|return\s+(?!(?!(?:await|not|lambda)\s)[A-Za-z_]\w*\s+[A-Za-z_]|[A-Za-z_]\w*\s*:)[\w(\[{-]|[A-Za-z_][\w.]{0,200}+(?:\[[^\]\n]{0,200}+\])*+"""
                        r"""(?:\s*+,\s*+[A-Za-z_][\w.]{0,200}+)*+\s*+[-+*/|&]?=[^=]|[A-Za-z_][\w.]{0,200}+\()""")
 
 
 def is_statement(msg: str) -> bool:
     """Whether a message is shaped like a raising code line (the literal test first: most
     lines hold neither `=` nor `(` and are not asked the pattern)."""
-    return ("=" in msg or "(" in msg or msg[:6] in ("assert", "raise ")) and STATEMENT.match(msg) is not None
+    return ("=" in msg or "(" in msg or msg[:6] in ("assert", "raise ", "return")) \
+        and STATEMENT.match(msg) is not None
 
 
 # An assert (or a raise whose call is closed) and its exception, joined: the split point is the

@@ -130,7 +130,8 @@ class TracebackCollector:
         self._lone_open: dict[tuple[str, int | None], Raised] = {}
         self._tail_at: dict[tuple[str, int | None], int] = {}  # the last cut frame tail's line
         self._open: dict[tuple[str, int | None], _Open] = {}
-        self._said: dict[tuple[str, int | None], "Line"] = {}  # a code line outside a traceback
+        # a code line outside a traceback, and the line number its exception line must have
+        self._said: dict[tuple[str, int | None], tuple["Line", int]] = {}
         # a raising statement that opened its stream; read at finish() if nothing followed it
         self._opening: dict[tuple[str, int | None], "Line"] = {}
 
@@ -233,9 +234,11 @@ class TracebackCollector:
             # A paste that starts mid-traceback, or a c10 error with no Python traceback
             # around it: its first frame opens the record.
             if frame is None:
-                said = self._said.pop((line.source, line.rank), None) if self._said else None
-                if said is not None and said.lineno == line.lineno - 1 and EXCEPTION_LINE.match(msg):
+                said, due = self._said.pop((line.source, line.rank), (None, 0)) if self._said else (None, 0)
+                if said is not None and due == line.lineno and EXCEPTION_LINE.match(msg):
                     self._cut_above(said, said.msg.strip(), msg, line)
+                elif said is not None and due == line.lineno and msg and _NOISE.match(msg):
+                    self._said[(line.source, line.rank)] = (said, line.lineno + 1)  # 3.11's `~~^^~~` line
                 elif lone is not None and EXCEPTION_LINE.match(msg):
                     # the statement's own exception line follows it
                     m = _EXC_PARTS.match(msg)
@@ -258,7 +261,7 @@ class TracebackCollector:
                     if joined:
                         self._cut_above(line, joined.group("src"), joined.group("exc"), line)
                     else:
-                        self._said[(line.source, line.rank)] = line
+                        self._said[(line.source, line.rank)] = (line, line.lineno + 1)
                 return
             self._start(state, line)
             raised = state.raised

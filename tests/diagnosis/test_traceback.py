@@ -106,6 +106,30 @@ ValueError: Milestones should be a list of increasing integers.
     assert r.frames[0].source == "trainer = DefaultTrainer(cfg)"
 
 
+def test_ipython_frame_paths_with_spaces():
+    # Colab mounts Google Drive as `/content/drive/My Drive/`: a frame head's path may hold
+    # spaces in both IPython forms, and a prose line that starts with a path is still no frame.
+    text = """\
+IndexError                                Traceback (most recent call last)
+<ipython-input-4-0c1d> in <module>()
+----> 1 run()
+
+/content/drive/My Drive/fid/fid score.py in calculate(path, batch_size)
+---> 99     pred = model(batch)
+
+File ~/My Drive/proj/model.py:12, in Net.forward(self, x)
+---> 12     return self.fc(x)
+IndexError: index 3 is out of bounds
+/usr/bin/ld: cannot find -lcuda in any search path
+"""
+    (r,) = _records(text)
+    assert [(f.file, f.func) for f in r.frames] == [
+        ("<ipython-input-4-0c1d>", "<module>"),
+        ("/content/drive/My Drive/fid/fid score.py", "calculate"),
+        ("~/My Drive/proj/model.py", "forward")]
+    assert r.frames[1].source == "pred = model(batch)"
+
+
 def test_ipython8_frame_heads():
     # IPython 8 prints `File path:LINE, in Qualified.name(args)`; the cell's own frame is
     # `Cell In[N], line M`. The function is read as Python names it (the last part).
@@ -376,6 +400,20 @@ def test_a_traceback_cut_above_its_last_code_line_keeps_that_line_as_the_raising
         assert r.frames[0].source_at.lineno == r.line.lineno - 1
     (r,) = _records("[rank1]:     local_rank = int(os.environ['SLOT'])\n[rank1]: KeyError: 'SLOT'\n")
     assert (r.type, r.message, r.rank) == ("KeyError", "'SLOT'", 1)
+
+
+def test_a_cut_return_line_and_python_311_markers_still_meet_their_exception():
+    # a `return` is a raising line too, and Python 3.11+ prints a `~~~^^~~~` line under it
+    text = "    return self.decay_factor * step**-0.5\n               ~~~~^^~~~~\n" \
+           "ZeroDivisionError: 0.0 cannot be raised to a negative power\n"
+    (r,) = _records(text)
+    assert (r.type, r.frames[0].file, r.frames[0].source) == (
+        "ZeroDivisionError", "<cut>", "return self.decay_factor * step**-0.5")
+    # a marker line is no bridge to a line that is not the exception, nor a blank line
+    assert _records("    return x**-0.5\n    ~~^^\nstep 3 done\nValueError: bad\n") == []
+    assert _records("    return x**-0.5\n\nValueError: bad\n") == []
+    # a log line that starts with the word is no statement
+    assert _records("return code was 1\nValueError: bad\n") == _records("return value: -9\nValueError: bad\n") == []
 
 
 def test_an_assert_joined_to_its_exception_on_one_line_is_split_there():
