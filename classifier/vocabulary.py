@@ -189,6 +189,10 @@ _LOWER_ERRORS = ("value", "type", "key", "index", "attribute", "assertion", "run
                  "modulenotfound", "filenotfound", "name", "notimplemented", "zerodivision", "eof", "permission",
                  "recursion", "memory", "overflow", "unicodedecode", "jsondecode", "lookup", "connection",
                  "timeout", "unboundlocal", "distbackend", "outofmemory")
+# glog's / absl's line head (`W1120 09:43:20.044389 207564800 init.cc:234] `; the normaliser peels its
+# level and stamp, leaving `207564800 init.cc:234] `), optional before a term a C++ handler may log through it.
+_GLOG_HEAD = r"^(?:(?:[IWEF]\d{4} \d\d:\d\d:\d\d[.\d]{0,10}\s{1,8})?\d{1,10} [^\s\]]{1,300}:\d{1,6}\] )?"
+
 EVIDENCE_TERMS = (
     # a paste lower-cased whole: its traceback header, frames, Python's exception names (`valueerror:x`)
     Term(rf"^traceback \(most recent call last\)|\bfile \"[^\"]+\", line \d+, in "
@@ -251,9 +255,10 @@ EVIDENCE_TERMS = (
          scan=_each(r"E{}\d{3} \d\d:\d\d:\d\d", "0123456789") + (r"\[E [A-Za-z0-9_.-]+:[0-9]",)),
     # fatal-signal reports of C++ runtimes: glog's and folly's handlers (`*** Signal 15 (SIGTERM) (0x..) received by PID`),
     # absl's, TensorFlow's, UCX's, std::terminate and libc++abi's, gdb's, the kernel's `segfault at 0 ip .. sp`, gunicorn's
-    Term(r"^\*\*\* (?:Aborted at \d{1,12} \((?i:unix time)|(?:SIG[A-Z]{2,8} \(@[^)\n]{1,20}\)|Signal \d{1,2} \(SIG[A-Z]{2,8}\))[^\n]{0,200}? received by PID"
+    # (behind glog's own head where the handler logs through it: Paddle's `W1120 09:43:20.044389 207564800 init.cc:234] *** Aborted at`)
+    Term(_GLOG_HEAD + r"\*\*\* (?:Aborted at \d{1,12} \((?i:unix time)|(?:SIG[A-Z]{2,8} \(@[^)\n]{1,20}\)|Signal \d{1,2} \(SIG[A-Z]{2,8}\))[^\n]{0,200}? received by PID"
          r"|Received signal \d{1,2} \*\*\*)|\bCaught (?:signal \d{1,2} \([A-Z]|a fatal signal\b)|^==== backtrace \(tid:|\bAbort trap: 6\b|\breceived signal SIG[A-Z]{2,8}, [A-Z]"
-         r"|terminate called (?:recursively|without an active exception)|^\*\*\* (?:Check failure stack trace:|buffer overflow detected) \*\*\*"
+         r"|terminate called (?:recursively|without an active exception)|" + _GLOG_HEAD + r"\*\*\* (?:Check failure stack trace:|buffer overflow detected) \*\*\*"
          r"|\bsegfault at [0-9a-f]{1,16} ip [0-9a-f]{1,16} sp |\bterminating due to (?:uncaught )?exception\b|\bWorker \(pid:\d{1,10}\) was sent SIG[A-Z]{2,8}\b"
          r"|\bterminated abnormally with signal \d{1,2}/[A-Z]{3,6}\b|\bDevice::callbackQueue aborting with error\b|\bE[A-Z]\d{4}: Inner Error!",  # systemd-coredump, ROCclr, CANN
          ("*** aborted at", "received by pid", "*** received signal", "caught signal", "==== backtrace", "terminate called", "received signal sig",

@@ -173,6 +173,9 @@ _SIGNAL_DEATHS = [
     "*** SIGSEGV (@(nil)), see go/stacktraces#s15 received by PID 11743 (TID 12350) on cpu 17; stack trace: ***",
     "*** Signal 15 (SIGTERM) (0x8bb63000c9049) received by PID 823809 (pthread TID 0x7f69aaf7e340) (linux TID 823809)",
     "*** Aborted at 1752197205 (Unix time, try 'date -d @1752197205') ***",
+    # the same handler logging through glog (Paddle 1.8/2.0): its head stays on each line
+    'W0304 11:02:17.513908 31337 init.cc:226] *** Aborted at 1614855737 (unix time) try "date -d @1614855737" if you are using GNU date ***',
+    "W0304 11:02:17.515120 31337 init.cc:226] *** SIGFPE (@0x7f3a2c1d4e60) received by PID 31337 (TID 0x7f3a5d2f8740) from PID 18446744073 ***",
     'Thread 1 "python" received signal SIGILL, Illegal instruction.',
     "[ 8123.120331] python[4021]: segfault at 0 ip 00007fce957b5216 sp 00007fccd9ff1480 error 4 in libx.so[7fce90acb000+2aa45000]",
     "libc++abi: terminating due to uncaught exception of type gloo::EnforceNotMet: [enforce fail at pair.cc:446]",

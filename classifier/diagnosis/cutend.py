@@ -197,7 +197,8 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
     for rule in index.rules_cut_at_end(line.msg):
         if (rule.id, line.source, line.lineno) in seen:
             continue
-        for pattern in rule.patterns:
+        for j, whole_pattern in enumerate(rule.patterns):
+            pattern = rule.partial_pattern(j)  # a lazy repeat's partial matches are not to be trusted
             m = _partial_at_end(pattern, line.msg, rule, budget)
             if m is None or not m.partial:
                 continue
@@ -212,7 +213,7 @@ def cut_at_end(buf: deque, at: int, index: "KeywordIndex", seen: set,
             if not _keyword_inside(rule, line.msg, match_start(m)):
                 continue
             if whole is not None:
-                if budget.search(pattern, whole, rule.builtin) is None or \
+                if budget.search(whole_pattern, whole, rule.builtin) is None or \
                         (rule.exclude and _excluded(rule, whole, budget)):
                     continue
             elif _decided_after_cut(pattern, line.msg, m, rule, budget):

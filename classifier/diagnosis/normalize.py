@@ -18,7 +18,8 @@ from classifier.precompiled import re_compile
 from classifier.diagnosis.paste import _unescape, repaired
 from classifier.diagnosis.read import RawLine
 from classifier.diagnosis.records import unwrap
-from classifier.diagnosis.stamps import iso_seconds, syslog_seconds
+from classifier.diagnosis.stamps import (_CLOCK_TS, _DMESG_HUMAN_TS, _DMESG_TS, _DMY_FIRST, _DMY_TS, _EPOCH_END,
+                                         _ISO_TS, _SYSLOG_TS, dmy_seconds, iso_seconds, syslog_seconds)
 from classifier.diagnosis.typography import plain_chars
 
 # CSI sequences (colours, cursor moves) and OSC sequences (terminal titles, hyperlinks).
@@ -57,13 +58,6 @@ _RANK_PREFIXES = (
 # `E       ...`): a marker in front of the message, like a rank label.
 _PYTEST_E = re_compile(r"E(?: {3,}|\t)(?=\S)")
 
-# Leading timestamps in the forms loggers, Kubernetes, syslog and dmesg write them.
-_ISO_TS = re_compile(
-    r"\[?(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[ T_](?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)"
-    r"(?P<frac>[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?(?:\s*[|-]\s|\s+|$)")
-_SYSLOG_TS = re_compile(
-    r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(?P<d>\d{1,2}) "
-    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.\d{1,9})?(?: \S+)?(?: kernel:)? ")
 # journald's / syslog's header after the stamp: the host (after an ISO stamp; the syslog stamp takes it itself) and the
 # writer with its pid (`gpu-node-07 train.sh[48213]: `, `python3[812]: `); only right after a stamp, only with `[pid]:`.
 _JOURNAL_HEAD = re_compile(r"(?:[\w.-]{1,64} )?[\w.@/:-]{1,64}\[\d{1,10}\]:(?:\s|$)")
@@ -73,14 +67,6 @@ _JOURNAL_HEAD = re_compile(r"(?:[\w.-]{1,64} )?[\w.@/:-]{1,64}\[\d{1,10}\]:(?:\s
 # %(levelname)s - %(message)s` has dashes; a message's own dashes (`INFO ---> 13 from`) and table row (`INFO | a |`) stay.
 _LEVEL = re_compile(r"(?:INFO|WARN|WARNING|ERROR|DEBUG|CRITICAL|FATAL|PANIC|TRACE|NOTICE)(?:\s+(?:\|\s)?(?=\|.*\|\s*$)"
                     r"|\s+\|\s(?:[\w.-]{1,64}\s\|\s)?|\s-\s|\s+(?=[^\s|-]|-(?!\s))|\s*\|?$)")
-# A stamp with no date: moreutils' `ts -s` / `ts -i` / `ts '%.T'` (`00:00:05 `, `14:03:07.512208 `), rich's log column
-# (`[14:03:07] `), `ts '%.s'`'s epoch seconds (`1796518808.408548 `: ten digits, 2001 to 2065). Peeled like a dated
-# stamp, the level after it kept (rules read rich's `ERROR` column); a time of day alone gives the line no time.
-_CLOCK_TS = re_compile(r"(?:\[(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?\]|(?:\d\d:){2}\d\d(?:[.,]\d{1,9})?"
-                       r"|(?P<epoch>[12]\d{9}(?:\.\d{1,9})?))(?:\s*[|-]\s|\s+)(?=\S)")
-_EPOCH_END = frozenset(". \t")  # what follows an epoch stamp's ten digits: a cheap gate before the regex
-_DMESG_TS = re_compile(r"\[\s*\+?\d+\.\d+\]\s")  # `dmesg` and `dmesg -H`'s `[  +0.000844]`
-_DMESG_HUMAN_TS = re_compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]\s")
 # vLLM's logger head (`ERROR 04-28 15:55:45 worker_base.py:157] `; after 0.8 `[core.py:588] `): peeled, a traceback reads
 _VLLM_HEAD = re_compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? \[?[\w./-]{1,200}:\d{1,6}\] ?")
 _VLLM_FIRST, _VLLM_THIRD = frozenset("DIWEC"), frozenset("BFRI")  # its levels' first and third letters: cheap tests first
@@ -273,8 +259,11 @@ def peel_prefixes(text: str) -> tuple[str, int | None, int | None, str | None, f
         before = msg
         first = msg[:1]
         m = _ISO_TS.match(msg) if first in _ISO_FIRST and msg[1:2] not in _NOT_ISO_SECOND else None
-        if m:
-            ts = iso_seconds(m) if ts is None else ts
+        dmy = m is None and first in _ISO_FIRST and not _DMY_FIRST.isdisjoint(msg[1:4]) and _DMY_TS.match(msg)
+        if m or dmy:
+            if ts is None:
+                ts = iso_seconds(m) if m else dmy_seconds(dmy)
+            m = m or dmy
             msg = msg[m.end():]
             m = _LEVEL.match(msg) if msg[:1] in "CDEFINPTW" else None
             if m:

@@ -37,6 +37,7 @@ bare `AssertionError`, is still diagnosed by its frames (and says so in its fact
 from classifier.precompiled import re_compile
 from classifier.diagnosis.runstate import PROGRESS
 from classifier.diagnosis.match import Hit
+from classifier.diagnosis.nearby import RecentLines, vetoed
 from classifier.diagnosis.raisesite import source_hits
 from classifier.diagnosis.traceback import TracebackCollector
 from classifier.diagnosis.trends import TrendHits
@@ -178,11 +179,13 @@ def _as_cut(raised: "Raised", last_lineno: dict[str, int] | None) -> "Raised | _
 
 def structure_hits(records: list["Raised"], rules: list["Rule"],
                    covered: dict[str, list[int]] | None = None,
-                   training_at=None, last_lineno: dict[str, int] | None = None) -> list[Hit]:
+                   training_at=None, last_lineno: dict[str, int] | None = None,
+                   recent: RecentLines | None = None, budget=None) -> list[Hit]:
     """Hits of the structure-only rules (no patterns) on a job's exceptions.
 
     They are the fallback for what the message lines do not say: an exception that a pattern
-    hit already points into (`covered`: source -> line numbers) is left to that hit.
+    hit already points into (`covered`: source -> line numbers) is left to that hit. A rule's
+    vetoes read `recent`, the job's last lines (classifier.diagnosis.nearby).
     """
     hits = []
     if not records:  # most small logs: no need to walk every rule
@@ -194,7 +197,7 @@ def structure_hits(records: list["Raised"], rules: list["Rule"],
     for rule in _structure_only(rules):
         for raised in free:
             facts = meets(rule.structure, raised, _at(training_at, raised.line))
-            if facts is not None:
+            if facts is not None and not (rule.has_vetoes and vetoed(rule, raised, recent, budget)):
                 hits.append(Hit(rule, _evidence(raised), facts))
     return hits
 
@@ -283,8 +286,10 @@ class DeferredHits:
     """Line hits whose rule needs the whole job first — structure conditions and trends — and
     the tracebacks they are judged against."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: list["Rule"] = ()) -> None:
         self.tracebacks = TracebackCollector()
+        # the lines a structure-only rule's vetoes read, kept only while such a rule is loaded
+        self.recent = RecentLines() if any(r.has_vetoes for r in _structure_only(rules)) else None
         self.trends = TrendHits()
         self._pending: list[Hit] = []
         # Where, per input, a training run first shows (a rank label, a launcher or DeepSpeed
@@ -296,6 +301,8 @@ class DeferredHits:
     def feed(self, line: "Line") -> None:
         """See one normalised line (builds the job's tracebacks)."""
         self.tracebacks.feed(line)
+        if self.recent is not None:
+            self.recent.feed(line)
         src, gist = line.source, line.gist
         if src not in self._started and (line.rank is not None or _TRAINING_RUN.search(gist)):
             self._started[src] = line.lineno
@@ -343,7 +350,7 @@ class DeferredHits:
         for hit in list(hits) + out:
             for line in hit.lines:
                 covered.setdefault(line.source, []).append(line.lineno)
-        out += structure_hits(records, rules, covered, self.training_at, last_lineno)
+        out += structure_hits(records, rules, covered, self.training_at, last_lineno, self.recent, budget)
         if index is not None:
             out += source_hits(records + self.tracebacks.lone, index, budget,
                                lambda raised: _explained(raised, covered),

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def hits_for_text(text: str, rules: "RuleSet") -> list["Hit"]:
     """Return all hits the rule set finds in a snippet of log text, as a job would."""
     raw = (RawLine("<example>", i, t) for i, t in enumerate(text.splitlines(), 1))
-    deferred = DeferredHits()
+    deferred = DeferredHits(rules.rules)
     last = {"<example>": len(text.splitlines())}
     index = rules.keyword_index()
     hits = [h for h in scan(normalize(raw), index, deferred.feed) if not deferred.offer(h)]

@@ -124,3 +124,62 @@ def _class_end(pattern: str, i: int) -> int:
     while j < len(pattern) and pattern[j] != "]":
         j += 2 if pattern[j] == "\\" else 1
     return j + 1
+
+
+def greedy_twin(pattern: str) -> str:
+    """`pattern` with every lazy quantifier made greedy (`{0,300}?` -> `{0,300}`, `*?` -> `*`).
+
+    Both accept the same texts, and the same prefixes of texts; only which match is reported
+    differs. The twin is what a partial search is asked: the `regex` module's partial search
+    (3.11, 2026.x) reports a lazy repeat of a negated class (`[^\\s(]{0,300}?bar`) as a match
+    that could go on past a character the class excludes (`foo x(abc`), so a cut last line
+    would seem to be the start of a message it can no longer become.
+    """
+    if "?" not in pattern or "(?x" in pattern:  # verbose patterns' comments are not read here
+        return pattern
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        start = i
+        if c == "\\":
+            i += 2
+            arg = _ESCAPE_ARG.get(pattern[i - 1:i])
+            if arg is not None:
+                m = arg.match(pattern, i)
+                i = m.end() if m else i
+            out.append(pattern[start:i])
+            continue  # a quantifier may follow: read on the next turn
+        if c == "[":
+            i = _class_end_posix(pattern, i)
+            out.append(pattern[start:i])
+            continue
+        if c == "(" and pattern[i + 1:i + 2] == "?":
+            out.append("(?")  # a group's `?` opens its kind, no quantifier
+            i += 2
+            continue
+        m = _QUANTIFIER.match(pattern, i)
+        if m:
+            out.append(m.group())
+            i = m.end()
+            if pattern[i:i + 1] == "?":
+                i += 1  # the lazy mark, dropped
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _class_end_posix(pattern: str, i: int) -> int:
+    """As _class_end, also over POSIX classes inside it (`[[:alpha:]_]`)."""
+    j = i + 1
+    if pattern[j:j + 1] == "^":
+        j += 1
+    if pattern[j:j + 1] == "]":
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        if pattern.startswith("[:", j):
+            end = pattern.find(":]", j + 2)
+            j = end + 2 if end != -1 else j + 1
+            continue
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1

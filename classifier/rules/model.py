@@ -34,7 +34,7 @@ class Rule:
     __slots__ = ("id", "category", "title", "role", "priority", "keywords", "exact_case", "select",
                  "reads_code", "echo", "_remediation", "_packed", "_sizes",
                  "_examples", "path", "info", "_structure_data", "_structure", "trend",
-                 "_sources", "_compiled", "_one", "builtin", "_required")
+                 "_sources", "_compiled", "_one", "builtin", "_required", "_twins")
 
     def __init__(self, data: dict, category: str, path: str, info: "CategoryInfo",
                  builtin: bool = False) -> None:
@@ -71,6 +71,7 @@ class Rule:
         self.trend = data.get("trend")  # its hits count only as a trend (diagnosis.trends)
         self._compiled = None
         self._one = None  # match patterns compiled one by one (pattern())
+        self._twins = None  # their greedy twins, for partial searches (partial_pattern())
         # None: the rule came from the cache, which leaves examples in the YAML (see `examples`).
         self._examples = (data["examples"] or {}) if "examples" in data else None
         self.path = path
@@ -132,6 +133,20 @@ class Rule:
             compiled = one[j] = regexcode.compile(self._src()[0][j])
         return compiled
 
+    def partial_pattern(self, j: int) -> "re.Pattern":
+        """The j-th match pattern as a partial search should ask it: its greedy twin
+        (classifier.rules.literal.greedy_twin) where it has a lazy quantifier, else itself."""
+        twins = self._twins
+        if twins is None:
+            twins = self._twins = [None] * self._sizes[0]
+        twin = twins[j]
+        if twin is None:
+            from classifier.rules.literal import greedy_twin  # only a cut last line asks
+            source = self._src()[0][j]
+            greedy = greedy_twin(source)
+            twin = twins[j] = self.pattern(j) if greedy == source else regexcode.compile(greedy)
+        return twin
+
     @property
     def required(self) -> tuple:
         """Per match pattern, a literal every match contains (classifier.rules.literal), or
@@ -174,6 +189,11 @@ class Rule:
     def exclude(self) -> tuple:
         """The compiled exclusion patterns."""
         return self._group(1)
+
+    @property
+    def has_vetoes(self) -> bool:
+        """Does the rule have an `exclude`, `not_near` or `not_after`? Known without compiling."""
+        return bool(self._sizes[1] or self._sizes[3] or self._sizes[5])
 
     @property
     def has_context(self) -> bool:

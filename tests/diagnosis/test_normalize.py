@@ -361,3 +361,43 @@ def test_a_vllm_error_record_stays_a_failure_once_its_head_is_peeled(tmp_path):
     log.write_text("INFO 04-28 15:55:40 llm_engine.py:100] Initializing an LLM engine\n"
                    "INFO 04-28 15:55:45 metrics.py:406] Avg prompt throughput: 0.0 tokens/s\n")
     assert diagnose_job([str(log)])["category"] == "none"
+
+
+@pytest.mark.parametrize("line, msg, seconds", [
+    # transformers' / accelerate's example scripts: `%m/%d/%Y %H:%M:%S - %(levelname)s - %(name)s`
+    ("12/05/2023 10:57:26 - INFO - llmtuner.tuner.core.utils - Gradient checkpointing enabled.",
+     "llmtuner.tuner.core.utils - Gradient checkpointing enabled.", 1701773846),
+    ("04/24/2018 12:11:33 PM: [ Reading data ... ]", "[ Reading data ... ]", 1524571893),   # 12-hour clock
+    ("04/24/2018 01:11:33 AM: x", "x", 1524532293),
+    ("15/04/2023 15:21:03: train entered", "train entered", 1681572063),        # day first: 15 is no month
+    ("6-10-2022 08:49:15ValueError: invalid literal for int()", "ValueError: invalid literal for int()",
+     1654850955),                                                                # glued to the message
+    ("1.2.2023 7:05:01,250 | WARNING | low disk", "low disk", 1672643101.25),
+])
+def test_month_and_day_first_stamps_are_peeled_and_timed(line, msg, seconds):
+    got, _, _, _, ts = peel_prefixes(line)
+    assert got == msg and ts == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("line", [
+    "10/20/30 not a date", "3.14159 pi", "1/2/2023 no time here", "12-05-2023 10:57:26x lower case glued",
+    "99/99/2023 10:00:00 no calendar has this",
+])
+def test_what_only_looks_like_a_dated_stamp_stays(line):
+    got, _, _, _, ts = peel_prefixes(line)
+    assert ts is None and (got == line or line.startswith("99/99"))
+
+
+def test_a_traceback_behind_day_first_stamps_glued_to_it_is_read(tmp_path):
+    """A console that stamps every line `D-M-YYYY HH:MM:SS` with no blank before the text: the
+    frames and the exception under them are read as they would be unstamped."""
+    from classifier.diagnosis.diagnose import diagnose_job
+    body = ['Traceback (most recent call last):',
+            '  File "/opt/conda/lib/python3.10/site-packages/numexpr/utils.py", line 159, in _init_num_threads',
+            "    requested_threads = int(os.environ['OMP_NUM_THREADS'])",
+            "ValueError: invalid literal for int() with base 10: '0-15'"]
+    for n, stamp in enumerate(("", "3-1-2025 14:02:11", "13/1/2025 14:02:11 ")):
+        log = tmp_path / f"job{n}.log"
+        log.write_text("".join(stamp + line + "\n" for line in body))
+        d = diagnose_job([str(log)])
+        assert (d["category"], d["rule"]) == ("env_var_missing", "env_var_missing.environ_value_not_int"), stamp

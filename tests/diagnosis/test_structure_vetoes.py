@@ -1,0 +1,91 @@
+"""A rule that fires on an exception's structure alone is vetoed by its `exclude`, `not_near`
+and `not_after` as a line rule is, on the same lines around the exception."""
+
+import textwrap
+
+import pytest
+
+from classifier.diagnosis.diagnose import diagnose_job
+from classifier.rules.examples import check_example
+from classifier.rules.load import load_rules
+
+RULE_FILE = textwrap.dedent("""\
+    category: env_var_missing
+    rules:
+      - id: env_var_missing.probe_environ_frames
+        title: a launcher variable read from os.environ was missing (frames only)
+        structure:
+          exception: 'ProbeLookupError$'
+          source: 'os\\.environ\\['
+        exclude: ['PROBE_OPTIONAL']
+        not_near: ['dry run of the launcher']
+        not_after: ['restarting the worker group']
+        examples:
+          match:
+            - text: |
+                Traceback (most recent call last):
+                  File "/srv/train.py", line 12, in <module>
+                    rank = int(os.environ["PROBE_RANK"])
+                ProbeLookupError: 'PROBE_RANK'
+            - text: |
+                Traceback (most recent call last):
+                  File "C:\\\\jobs\\\\train.py", line 3, in main
+                    world = os.environ['PROBE_WORLD']
+                ProbeLookupError: 'PROBE_WORLD'
+            - text: |
+                [rank1]: Traceback (most recent call last):
+                [rank1]:   File "/srv/launch.py", line 40, in setup
+                [rank1]:     addr = os.environ["PROBE_ADDR"]
+                [rank1]: ProbeLookupError: 'PROBE_ADDR'
+          no_match:
+            - text: |
+                dry run of the launcher
+                Traceback (most recent call last):
+                  File "/srv/train.py", line 12, in <module>
+                    rank = int(os.environ["PROBE_RANK"])
+                ProbeLookupError: 'PROBE_RANK'
+            - text: |
+                Traceback (most recent call last):
+                  File "/srv/train.py", line 12, in <module>
+                    rank = int(os.environ["PROBE_OPTIONAL"])
+                ProbeLookupError: 'PROBE_OPTIONAL'
+    """)
+TRACEBACK = ('Traceback (most recent call last):\n'
+             '  File "/srv/train.py", line 12, in <module>\n'
+             '    rank = int(os.environ["PROBE_RANK"])\n'
+             "ProbeLookupError: 'PROBE_RANK'\n")
+HEALTHY = "".join(f"step {i} loss 1.{i}\n" for i in range(8))
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rules")
+    (folder / "env_var_missing.yaml").write_text(RULE_FILE)
+    return load_rules([folder])
+
+
+def _rule(rules, tmp_path, text):
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    return diagnose_job([str(log)], rules, use_model=False)["rule"]
+
+
+@pytest.mark.parametrize("text, fires", [
+    (HEALTHY + TRACEBACK, True),
+    ("dry run of the launcher\n" + HEALTHY + TRACEBACK, False),            # not_near, before
+    (HEALTHY + TRACEBACK + "dry run of the launcher\n", False),            # ... and just after
+    (HEALTHY + TRACEBACK + "x\ny\ndry run of the launcher\n", True),       # past the lines after
+    ("dry run of the launcher\n" + HEALTHY * 7 + TRACEBACK, True),         # over 50 lines before
+    ("restarting the worker group\n" + HEALTHY + TRACEBACK, False),         # not_after
+    (HEALTHY + TRACEBACK + "restarting the worker group\n", True),          # not_after reads no line after
+    (HEALTHY + TRACEBACK.replace("PROBE_RANK", "PROBE_OPTIONAL"), False),   # exclude, on the exception
+])
+def test_structure_only_rules_obey_their_vetoes(rules, tmp_path, text, fires):
+    assert (_rule(rules, tmp_path, text) == "env_var_missing.probe_environ_frames") is fires
+
+
+def test_a_structure_only_rules_examples_check_its_vetoes(rules):
+    rule = next(r for r in rules.rules if r.id == "env_var_missing.probe_environ_frames")
+    for kind in ("match", "no_match"):
+        for example in rule.examples[kind]:
+            assert check_example(rule, kind, example["text"], {}, rules) is None, (kind, example["text"])
