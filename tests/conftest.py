@@ -64,3 +64,18 @@ def default_sigint():
 @pytest.fixture
 def logs():
     return LOGS
+
+
+def load_user_rules(folder, category, text):
+    """The built-in rules plus one user rule file `text` for `category`, written in `folder`."""
+    from classifier.rules.load import load_rules
+    (folder / f"{category}.yaml").write_text(text)
+    return load_rules([folder])
+
+
+def diagnose_text(rules, folder, text):
+    """The diagnosis (no fallback model) of a one-file job holding `text`."""
+    from classifier.diagnosis.diagnose import diagnose_job
+    log = folder / "job.log"
+    log.write_text(text, encoding="utf-8")
+    return diagnose_job([str(log)], rules, use_model=False)

@@ -115,13 +115,18 @@ def _tokens(pattern: str) -> list[str | None] | None:
 
 
 def _class_end(pattern: str, i: int) -> int:
-    """The index after the character class that starts at pattern[i] == '['."""
+    """The index after the character class that starts at pattern[i] == '[' (POSIX classes
+    inside it, `[[:alpha:]_]`, included)."""
     j = i + 1
     if pattern[j:j + 1] == "^":
         j += 1
     if pattern[j:j + 1] == "]":
         j += 1
     while j < len(pattern) and pattern[j] != "]":
+        if pattern.startswith("[:", j):
+            end = pattern.find(":]", j + 2)
+            j = end + 2 if end != -1 else j + 1
+            continue
         j += 2 if pattern[j] == "\\" else 1
     return j + 1
 
@@ -150,7 +155,7 @@ def greedy_twin(pattern: str) -> str:
             out.append(pattern[start:i])
             continue  # a quantifier may follow: read on the next turn
         if c == "[":
-            i = _class_end_posix(pattern, i)
+            i = _class_end(pattern, i)
             out.append(pattern[start:i])
             continue
         if c == "(" and pattern[i + 1:i + 2] == "?":
@@ -167,19 +172,3 @@ def greedy_twin(pattern: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
-
-
-def _class_end_posix(pattern: str, i: int) -> int:
-    """As _class_end, also over POSIX classes inside it (`[[:alpha:]_]`)."""
-    j = i + 1
-    if pattern[j:j + 1] == "^":
-        j += 1
-    if pattern[j:j + 1] == "]":
-        j += 1
-    while j < len(pattern) and pattern[j] != "]":
-        if pattern.startswith("[:", j):
-            end = pattern.find(":]", j + 2)
-            j = end + 2 if end != -1 else j + 1
-            continue
-        j += 2 if pattern[j] == "\\" else 1
-    return j + 1

@@ -6,9 +6,9 @@ import textwrap
 import pytest
 import regex
 
-from classifier.diagnosis.diagnose import diagnose_job
 from classifier.rules.literal import greedy_twin
-from classifier.rules.load import default_rules, load_rules
+from classifier.rules.load import default_rules
+from conftest import diagnose_text, load_user_rules
 
 RULE_FILE = textwrap.dedent("""\
     category: gpu_hardware
@@ -26,15 +26,11 @@ HEAD = "step 10 loss 1.2\nstep 11 loss 1.1\n"
 
 @pytest.fixture(scope="module")
 def rules(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rules")
-    (folder / "gpu_hardware.yaml").write_text(RULE_FILE)
-    return load_rules([folder])
+    return load_user_rules(tmp_path_factory.mktemp("rules"), "gpu_hardware", RULE_FILE)
 
 
 def _category(rules, tmp_path, text):
-    log = tmp_path / "paste.log"
-    log.write_text(text, encoding="utf-8")
-    d = diagnose_job([str(log)], rules, use_model=False)
+    d = diagnose_text(rules, tmp_path, text)
     return d["category"], "message_cut" in d["facts"]
 
 

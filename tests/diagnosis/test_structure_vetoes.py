@@ -5,9 +5,8 @@ import textwrap
 
 import pytest
 
-from classifier.diagnosis.diagnose import diagnose_job
 from classifier.rules.examples import check_example
-from classifier.rules.load import load_rules
+from conftest import diagnose_text, load_user_rules
 
 RULE_FILE = textwrap.dedent("""\
     category: env_var_missing
@@ -39,16 +38,13 @@ RULE_FILE = textwrap.dedent("""\
                 [rank1]: ProbeLookupError: 'PROBE_ADDR'
           no_match:
             - text: |
-                dry run of the launcher
-                Traceback (most recent call last):
-                  File "/srv/train.py", line 12, in <module>
-                    rank = int(os.environ["PROBE_RANK"])
-                ProbeLookupError: 'PROBE_RANK'
+                [launcher] dry run of the launcher: nothing is started
+                [rank0]: Traceback (most recent call last):
+                [rank0]:   File "/opt/app/run.py", line 7, in setup
+                [rank0]:     host = os.environ["PROBE_HOST"]
+                [rank0]: ProbeLookupError: 'PROBE_HOST'
             - text: |
-                Traceback (most recent call last):
-                  File "/srv/train.py", line 12, in <module>
-                    rank = int(os.environ["PROBE_OPTIONAL"])
-                ProbeLookupError: 'PROBE_OPTIONAL'
+                ProbeLookupError: 'PROBE_OPTIONAL' while reading os.environ['PROBE_OPTIONAL']
     """)
 TRACEBACK = ('Traceback (most recent call last):\n'
              '  File "/srv/train.py", line 12, in <module>\n'
@@ -59,15 +55,11 @@ HEALTHY = "".join(f"step {i} loss 1.{i}\n" for i in range(8))
 
 @pytest.fixture(scope="module")
 def rules(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rules")
-    (folder / "env_var_missing.yaml").write_text(RULE_FILE)
-    return load_rules([folder])
+    return load_user_rules(tmp_path_factory.mktemp("rules"), "env_var_missing", RULE_FILE)
 
 
 def _rule(rules, tmp_path, text):
-    log = tmp_path / "job.log"
-    log.write_text(text)
-    return diagnose_job([str(log)], rules, use_model=False)["rule"]
+    return diagnose_text(rules, tmp_path, text)["rule"]
 
 
 @pytest.mark.parametrize("text, fires", [
